@@ -1,0 +1,1 @@
+"""Contracts: pydantic models that every part of searchlake agrees on."""

@@ -1,0 +1,58 @@
+"""Arrow schemas of the Parquet files in the lake: what dashboards read."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+_TS = pa.timestamp("us", tz="UTC")
+
+RESULTS = pa.schema(
+    [
+        ("task_id", pa.string()),
+        ("query_id", pa.string()),
+        ("query_sort_key", pa.string()),
+        ("query_text", pa.string()),
+        ("query_intent", pa.string()),
+        ("provider", pa.string()),
+        ("executed_at", _TS),
+        ("bundle_uid", pa.string()),
+        ("item_index", pa.int32()),
+        ("source_id", pa.string()),
+        ("rank", pa.int32()),
+        ("url", pa.string()),
+        ("title", pa.string()),
+        ("snippet", pa.string()),
+        ("content_text", pa.string()),
+        ("language", pa.string()),
+        ("published_at", _TS),
+        ("captured_at", _TS),
+        ("http_status", pa.int32()),
+        ("score_relevance", pa.float64()),
+        ("score_freshness", pa.float64()),
+        ("score_authority", pa.float64()),
+        ("score_final", pa.float64()),
+        ("status", pa.string()),
+        ("error_code", pa.string()),
+    ]
+)
+
+ITEM_FIELDS = [
+    "source_id", "rank", "url", "title", "snippet", "content_text", "language",
+    "published_at", "captured_at", "http_status", "score_relevance", "score_freshness",
+    "score_authority", "score_final", "status", "error_code",
+]
+
+_CONSOLIDATED_EXTRA = [
+    ("final_rank", pa.int64()),
+    ("seen_count", pa.int64()),
+    ("query_ids", pa.list_(pa.string())),
+]
+
+CONSOLIDATED = pa.schema(
+    [RESULTS.field(name) for name in ("task_id", "source_id")]
+    + _CONSOLIDATED_EXTRA
+    + [RESULTS.field(name) for name in (
+        "query_id", "query_text", "query_intent", "provider", "rank", "url", "title",
+        "snippet", "content_text", "language", "published_at", "captured_at", "http_status",
+        "score_relevance", "score_freshness", "score_authority", "score_final")]
+)

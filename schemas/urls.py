@@ -1,0 +1,86 @@
+"""URL rules of the contract: which schemes may enter the lake, and how a
+missing `source_id` is derived so that anyone can reproduce it.
+
+Normalization (applied only to derive identity; the item keeps its URL):
+ 1. trim surrounding whitespace;
+ 2. lower-case the scheme and the host; drop user info;
+ 3. drop the port when it is the scheme's default (80 for http, 443 for https);
+ 4. an empty path becomes "/";
+ 5. drop the fragment;
+ 6. drop tracking parameters: any name starting with "utm_", and the names in
+    TRACKING_PARAMETERS; keep blank values; sort the rest by (name, value)
+    and re-encode them with application/x-www-form-urlencoded quoting.
+source_id = first 32 hex digits of sha256(normalized URL as UTF-8).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+WEB_SCHEMES = frozenset({"http", "https"})
+LAKE_SCHEMES = WEB_SCHEMES | {"file"}
+DEFAULT_PORTS = {"http": 80, "https": 443}
+TRACKING_PARAMETERS = frozenset(
+    {"gclid", "gbraid", "wbraid", "dclid", "fbclid", "msclkid", "yclid", "igshid",
+     "mc_cid", "mc_eid", "_ga", "_gl", "mkt_tok", "twclid", "li_fat_id"}
+)
+
+
+_HAS_HOST = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^/?#\s]")
+
+
+class UnsafeURL(ValueError):
+    """A URL whose scheme may not enter the lake."""
+
+
+def url_scheme(url: str) -> str:
+    head, sep, _ = url.strip().partition(":")
+    return head.lower() if sep else ""
+
+
+def check_lake_url(url: str) -> str:
+    """Return the URL unchanged when its scheme may enter the lake."""
+    scheme = url_scheme(url)
+    if scheme not in LAKE_SCHEMES:
+        shown = scheme or "none"
+        raise UnsafeURL(f"scheme {shown!r} is not allowed (http, https or file)")
+    if scheme in WEB_SCHEMES and not _HAS_HOST.match(url.strip()):
+        raise UnsafeURL("URL has no host")
+    return url
+
+
+def _is_tracking(name: str) -> bool:
+    lowered = name.lower()
+    return lowered.startswith("utm_") or lowered in TRACKING_PARAMETERS
+
+
+def normalize_url(url: str) -> str:
+    parts = urlsplit(url.strip())
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").lower()
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    netloc = host if port in (None, DEFAULT_PORTS.get(scheme)) else f"{host}:{port}"
+    return urlunsplit((scheme, netloc, parts.path or "/", _clean_query(parts.query), ""))
+
+
+def _clean_query(query: str) -> str:
+    if not query:
+        return ""
+    kept = sorted((k, v) for k, v in parse_qsl(query, keep_blank_values=True) if not _is_tracking(k))
+    return urlencode(kept)
+
+
+def source_id_for(url: str) -> str:
+    return hashlib.sha256(normalize_url(url).encode("utf-8")).hexdigest()[:32]
+
+
+def domain_of(url: str) -> str:
+    host = (urlsplit(url.strip()).hostname or "").lower()
+    return host[4:] if host.startswith("www.") else host

@@ -1,0 +1,1 @@
+"""Every SQL statement searchlake runs lives in a .sql file here."""

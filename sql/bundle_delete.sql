@@ -1,0 +1,1 @@
+DELETE FROM bundle_catalog WHERE bundle_uid = ?;

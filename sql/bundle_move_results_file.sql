@@ -1,0 +1,1 @@
+UPDATE bundle_catalog SET results_file = ? WHERE results_file = ?;

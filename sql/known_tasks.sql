@@ -1,0 +1,1 @@
+SELECT DISTINCT task_id FROM bundle_catalog ORDER BY task_id;

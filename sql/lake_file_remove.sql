@@ -1,0 +1,1 @@
+DELETE FROM lake_files WHERE path = ?;

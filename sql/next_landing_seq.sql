@@ -1,0 +1,1 @@
+SELECT coalesce(max(landing_seq), 0) + 1 FROM bundle_catalog;

@@ -1,0 +1,1 @@
+INSERT INTO pending_publish (txn_id, plan, created_at) VALUES (?, ?, now());

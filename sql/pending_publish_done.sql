@@ -1,0 +1,1 @@
+DELETE FROM pending_publish WHERE txn_id = ?;

@@ -1,0 +1,1 @@
+"""Units of work: plain functions that flows wrap as Prefect tasks."""

@@ -1,0 +1,64 @@
+"""One settings object, read from the environment (and `.env`)."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+
+from pydantic import AliasChoices, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="SEARCHLAKE_", env_file=".env", extra="ignore", populate_by_name=True
+    )
+
+    home: Path = Field(default=Path("data"), description="Holds the lake and the catalog")
+    lake: str | None = Field(default=None, description="Lake root: a folder or an fsspec URL")
+    catalog: Path | None = Field(default=None, description="DuckDB catalog file")
+    lock_timeout: float = Field(default=30.0, ge=0, description="Seconds to wait for a busy catalog")
+
+    weight_relevance: float = Field(default=0.6, ge=0)
+    weight_freshness: float = Field(default=0.2, ge=0)
+    weight_authority: float = Field(default=0.2, ge=0)
+
+    # research
+    library: Path | None = Field(default=None, description="Folder of the user's documents")
+    providers: str | None = Field(default=None, description="Comma list of providers to use")
+    max_results: int = Field(default=10, ge=1, le=50)
+    max_queries_per_intent: int = Field(default=3, ge=1, le=20)
+    content_max_chars: int = Field(default=20_000, ge=200)
+    http_timeout: float = Field(default=20.0, gt=0)
+    http_retries: int = Field(default=1, ge=0, le=5)
+    provider_concurrency: int = Field(default=4, ge=1, le=64)
+    fetch_content: bool = Field(default=False, description="Fetch page text for snippet-only results")
+    fetch_top: int = Field(default=3, ge=0, le=50)
+    allow_private_fetch: bool = Field(default=False, description="Let the fetcher reach private addresses")
+
+    # LLM (any OpenAI-compatible endpoint)
+    llm_base_url: str | None = None
+    llm_api_key: SecretStr | None = None
+    llm_model: str | None = None
+
+    # provider keys: read under their usual names
+    tavily_api_key: SecretStr | None = Field(default=None, validation_alias=AliasChoices("TAVILY_API_KEY", "SEARCHLAKE_TAVILY_API_KEY"))
+    brave_api_key: SecretStr | None = Field(default=None, validation_alias=AliasChoices("BRAVE_API_KEY", "SEARCHLAKE_BRAVE_API_KEY"))
+    searxng_url: str | None = Field(default=None, validation_alias=AliasChoices("SEARXNG_URL", "SEARCHLAKE_SEARXNG_URL"))
+    openalex_api_key: SecretStr | None = Field(default=None, validation_alias=AliasChoices("OPENALEX_API_KEY", "SEARCHLAKE_OPENALEX_API_KEY"))
+    semantic_scholar_api_key: SecretStr | None = Field(default=None, validation_alias=AliasChoices("SEMANTIC_SCHOLAR_API_KEY", "SEARCHLAKE_SEMANTIC_SCHOLAR_API_KEY"))
+    thenewsapi_token: SecretStr | None = Field(default=None, validation_alias=AliasChoices("THENEWSAPI_TOKEN", "SEARCHLAKE_THENEWSAPI_TOKEN"))
+    openrouter_api_key: SecretStr | None = Field(default=None, validation_alias=AliasChoices("OPENROUTER_API_KEY", "SEARCHLAKE_OPENROUTER_API_KEY"))
+    openrouter_base_url: str = Field(default="https://openrouter.ai/api/v1", validation_alias=AliasChoices("OPENROUTER_BASE_URL", "SEARCHLAKE_OPENROUTER_BASE_URL"))
+
+    @cached_property
+    def lake_root(self) -> str:
+        return self.lake or str(self.home / "lake")
+
+    @cached_property
+    def catalog_path(self) -> Path:
+        return self.catalog or self.home / "catalog.duckdb"
+
+
+def secret_value(secret: SecretStr | None) -> str | None:
+    return secret.get_secret_value() if secret else None

@@ -1,0 +1,1 @@
+"""Search providers: one module each, one interface (see base.py)."""

@@ -1,0 +1,54 @@
+"""The one interface every search provider implements.
+
+A provider turns a `Query` into a list of `Hit`s (raw results, unscored), or
+raises `ProviderError` with a short machine-readable code. Scoring, bundling
+and landing happen elsewhere, the same for every provider.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import ClassVar, Protocol
+
+INTENTS = ("academic", "news", "web", "library")
+
+
+@dataclass(frozen=True)
+class Query:
+    query_id: str
+    text: str
+    intent: str
+
+
+@dataclass(frozen=True)
+class Hit:
+    url: str
+    title: str
+    snippet: str | None = None
+    content_text: str | None = None
+    published_at: datetime | None = None
+    language: str | None = None
+    # the provider's own relevance in [0, 1] when it has one (BM25, Tavily score, ...)
+    provider_score: float | None = None
+    http_status: int | None = None
+    extra: dict = field(default_factory=dict)
+
+
+class ProviderError(Exception):
+    """A provider call failed. `code` lands as the failed item's error_code:
+    timeout, http_4xx/http_5xx (e.g. http_429), blocked, bad_response,
+    network, not_configured."""
+
+    def __init__(self, code: str, message: str, *, http_status: int | None = None):
+        super().__init__(message)
+        self.code = code
+        self.http_status = http_status
+
+
+class Provider(Protocol):
+    name: ClassVar[str]
+    intents: ClassVar[frozenset[str]]  # the intents it answers well
+    endpoint: ClassVar[str]  # shown as the URL of a failed call's item
+
+    def search(self, query: Query, max_results: int) -> list[Hit]: ...
