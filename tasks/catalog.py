@@ -21,7 +21,7 @@ from filelock import FileLock, Timeout
 from schemas import rows
 from tasks.config import Settings
 from tasks.lake import STAGING, Lake, LakeWrite, publish
-from tasks.sqlfiles import sql
+from tasks.sqlfiles import sql, sql_group
 
 TEMPLATES = {"results": rows.RESULTS, "consolidated": rows.CONSOLIDATED}
 
@@ -87,7 +87,8 @@ class Catalog:
             results_files=self.file_uris("results"),
             consolidated_files=self.file_uris("consolidated"),
         )
-        self.con.execute(sql("views"))
+        for statement in sql_group("views_"):
+            self.con.execute(statement)
 
     def ensure_templates(self) -> None:
         for kind, schema in TEMPLATES.items():
@@ -135,7 +136,8 @@ def open_catalog(settings: Settings, purpose: str = "command", *, read_only: boo
         holder_file.write_text(json.dumps({"pid": os.getpid(), "purpose": purpose, "since": time.time()}))
         lake = Lake(settings.lake_root)
         with _connect(path, lake, settings, read_only=False) as catalog:
-            catalog.con.execute(sql("catalog_schema"))
+            for statement in sql_group("schema_"):
+                catalog.con.execute(statement)
             catalog.ensure_templates()
             catalog.recover()
             if not read_only:
