@@ -53,6 +53,16 @@ class Lake:
         return f"quarantine/{date.today().isoformat()}/{sha256}{suffix}"
 
     @staticmethod
+    def report_key(task_id: str, name: str) -> str:
+        """report.md, report.json, report.html of a task."""
+        return f"reports/task_id={task_id}/{name}"
+
+    @staticmethod
+    def run_key(task_id: str, run_id: str, name: str) -> str:
+        """Per-run artifacts: plan.json, llm answers, events.jsonl."""
+        return f"runs/task_id={task_id}/run_id={run_id}/{name}"
+
+    @staticmethod
     def template_key(kind: str) -> str:
         return f"_schema/{kind}.parquet"
 
