@@ -2,6 +2,7 @@
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+QUESTION ?= How does Python's garbage collector handle reference cycles?
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -11,10 +12,16 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-run: $(STAMP)
-	$(VENV)/bin/searchlake demo
+# The report's HTML is tested in real headless Chromium (Debian's package).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
+	  else echo "chromium is not installed: the HTML report test will be skipped"; fi; }
 
-test: $(STAMP)
+run: $(STAMP)
+	$(VENV)/bin/searchlake research "$(QUESTION)"
+
+test: $(STAMP) browser
 	$(PY) -m pytest -q
 
-.PHONY: install run test
+.PHONY: install browser run test

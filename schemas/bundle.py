@@ -14,8 +14,12 @@ from pydantic import (
     ConfigDict,
     Field,
     NonNegativeInt,
+    TypeAdapter,
+    ValidationInfo,
+    field_validator,
     model_validator,
 )
+from typing_extensions import NotRequired, Required, TypedDict
 
 from schemas.urls import check_lake_url, source_id_for
 
@@ -32,8 +36,14 @@ def check_identifier(value: str) -> str:
     return value
 
 
+_NUMBER_TEXT = re.compile(r"\s*[+-]?\d+(\.\d*)?\s*")
+
+
 def _require_iso_text(value: Any) -> Any:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
+    is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    # pydantic would read the text "1700000000" as Unix seconds too.
+    is_number_text = isinstance(value, str) and _NUMBER_TEXT.fullmatch(value) is not None
+    if is_number or is_number_text:
         raise ValueError("must be an ISO 8601 timestamp string, not a number")
     return value
 
@@ -69,12 +79,19 @@ class SearchResultItem(BaseModel):
     score_authority: Score | None = None
     score_final: Score
     status: ItemStatus
-    error_code: str | None = None
+    error_code: str | None = Field(default=None, validate_default=True)
+
+    # A field validator, not the model validator, so that the error names
+    # results[i].error_code rather than the whole item.
+    @field_validator("error_code")
+    @classmethod
+    def _failed_needs_error_code(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if info.data.get("status") == "failed" and not value:
+            raise ValueError("status 'failed' needs an error_code")
+        return value
 
     @model_validator(mode="after")
-    def _failed_needs_error_code_and_source_id_defaults(self) -> "SearchResultItem":
-        if self.status == "failed" and not self.error_code:
-            raise ValueError("status 'failed' needs an error_code")
+    def _source_id_defaults(self) -> "SearchResultItem":
         if self.source_id is None:
             self.source_id = source_id_for(self.url)
         return self
@@ -124,3 +141,79 @@ class SearchReadCursor(BaseModel):
     last_source_id: str | None = None
     consumed_count: NonNegativeInt = 0
     updated_at: Timestamp
+
+
+# -- the landing fast path ---------------------------------------------------
+# A stricter twin of SearchResultBundle that pydantic-core checks without
+# calling back into Python, so that landing a large batch does no per-item
+# Python work. It accepts a SUBSET of what SearchResultBundle accepts, and
+# yields the same values for it: the field types (and their coercions and
+# bounds) are the same; each Python check is replaced by a stricter Rust-side
+# one:
+#   * task_id/query_id: ASCII letters, digits, '_', '.', '-' (a subset of \w);
+#   * url: starts with http:// or https:// and then an ASCII letter, digit or
+#     '[', or with file: (scheme in any case), which check_lake_url accepts;
+#   * timestamps: RFC 3339 text with a zone (never what _require_iso_text
+#     refuses), left as text: the caller converts it (Arrow's cast for items,
+#     the lax datetime parse and to_utc for executed_at);
+#   * the item model rules are left to the caller: a failed item needs an
+#     error_code, and a missing source_id is derived from the URL.
+# Whatever this refuses goes through SearchResultBundle for the real verdict.
+# Keep the two in step: a field added above needs its twin here.
+
+_FastIdentifier = Annotated[str, Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}$")]
+# An RFC 3339 timestamp with a zone (Z or +hh:mm), seconds 00-59, at most
+# microseconds, years 1000-9998: text that the lax datetime parse reads
+# exactly as Arrow's cast to timestamp[us, UTC] does (the caller casts).
+_FastTimestamp = Annotated[str, Field(pattern=(
+    r"^[1-9][0-9]{3}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
+    r"(\.[0-9]{1,6})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"))]
+_FastLakeURL = Annotated[str, Field(pattern=r"^(?:[Hh][Tt][Tt][Pp][Ss]?://[A-Za-z0-9\[]|[Ff][Ii][Ll][Ee]:)")]
+
+
+class _FastItem(TypedDict, total=False):
+    source_id: Annotated[str | None, Field(min_length=1, max_length=256)]
+    rank: NonNegativeInt | None
+    url: Required[_FastLakeURL]
+    title: Required[str]
+    snippet: str | None
+    content_text: str | None
+    language: str | None
+    published_at: _FastTimestamp | None
+    captured_at: Required[_FastTimestamp]
+    http_status: Annotated[int | None, Field(ge=100, le=599)]
+    score_relevance: Score | None
+    score_freshness: Score | None
+    score_authority: Score | None
+    score_final: Required[Score]
+    status: Required[ItemStatus]
+    error_code: str | None
+
+
+class _FastStats(TypedDict, total=False):
+    total_returned: NonNegativeInt
+    kept_after_filter: NonNegativeInt
+    failed_count: NonNegativeInt
+    dedup_count: NonNegativeInt
+
+
+class _FastBundle(TypedDict, total=False):
+    task_id: _FastIdentifier | None
+    query_id: Required[_FastIdentifier]
+    query_text: Required[str]
+    query_intent: str | None
+    provider: Required[Annotated[str, Field(min_length=1)]]
+    executed_at: Required[_FastTimestamp]
+    results: Required[list[_FastItem]]
+    stats: NotRequired[_FastStats | None]
+
+
+def _fast_twin_in_step() -> bool:
+    """The twin names exactly the fields of the models (a cheap drift check)."""
+    pairs = [(_FastItem, SearchResultItem), (_FastStats, SearchResultStats), (_FastBundle, SearchResultBundle)]
+    return all(set(twin.__annotations__) == set(model.model_fields) for twin, model in pairs)
+
+
+# validate_json(raw) -> dict, or ValidationError: then ask SearchResultBundle.
+# None (no fast path) when the twin has fallen out of step with the models.
+FAST_BUNDLE: TypeAdapter | None = TypeAdapter(_FastBundle) if _fast_twin_in_step() else None

@@ -56,7 +56,19 @@ def _is_tracking(name: str) -> bool:
     return lowered.startswith("utm_") or lowered in TRACKING_PARAMETERS
 
 
+# The common case, already normal but for the case of scheme and host: an
+# http(s) URL with a plain ASCII host, no port, user info, query or fragment,
+# and a path of plain ASCII URL characters. For it the rules above reduce to
+# lower-casing the scheme and host and giving an empty path "/" (the general
+# code below gives the same string, only slower).
+_PLAIN_URL = re.compile(r"([Hh][Tt][Tt][Pp][Ss]?)://([A-Za-z0-9.\-]+)(/[A-Za-z0-9\-._~/%!$&'()*+,;=:@]*)?")
+
+
 def normalize_url(url: str) -> str:
+    plain = _PLAIN_URL.fullmatch(url)
+    if plain:
+        scheme, host, path = plain.groups()
+        return f"{scheme.lower()}://{host.lower()}{path or '/'}"
     parts = urlsplit(url.strip())
     scheme = parts.scheme.lower()
     host = (parts.hostname or "").lower()

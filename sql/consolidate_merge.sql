@@ -1,25 +1,39 @@
 -- One row per source: the first occurrence read wins; earlier output (prev)
 -- was read before anything new. final_rank orders the whole task by score.
+-- The reading order and the ranking are decided on narrow rows (new_items,
+-- source_id and score); the wide columns are then read for the winners only.
 WITH ok AS (
     SELECT * FROM new_items WHERE status = 'ok'
 ),
 occurrences AS (
-    SELECT source_id, query_id, min(query_sort_key) AS sort_key, count(*) AS n
-    FROM ok GROUP BY source_id, query_id
+    SELECT source_id, query_id, query_sort_key, count(*) AS n
+    FROM ok GROUP BY source_id, query_id, query_sort_key
 ),
 seen AS (
+    -- query_ids in (query_sort_key, query_id) order: sort keys hold no NUL,
+    -- so "sort_key NUL query_id" sorts as the pair does.
     SELECT source_id, sum(n)::BIGINT AS seen_count,
-           list(query_id ORDER BY sort_key, query_id) AS query_ids
+           list_transform(list_sort(list(query_sort_key || chr(0) || query_id)),
+                          key -> split_part(key, chr(0), 2)) AS query_ids
     FROM occurrences GROUP BY source_id
 ),
-winners AS (
-    SELECT * FROM ok
+prev AS (
+    SELECT * FROM read_parquet(getvariable('prev_file'))
+),
+firsts AS (
+    SELECT source_id, score_final, file_index, file_row_number FROM ok
+    WHERE source_id NOT IN (SELECT source_id FROM prev)
     QUALIFY row_number() OVER (
         PARTITION BY source_id
         ORDER BY query_sort_key, query_id, score_final DESC, rank NULLS LAST, item_index) = 1
 ),
-prev AS (
-    SELECT * FROM read_parquet(getvariable('prev_file'))
+ranks AS (
+    SELECT source_id, row_number() OVER (ORDER BY score_final DESC, source_id) AS final_rank
+    FROM (SELECT source_id, score_final FROM prev UNION ALL SELECT source_id, score_final FROM firsts)
+),
+winners AS (
+    SELECT r.* FROM read_parquet(getvariable('new_files'), file_row_number = true) AS r
+    JOIN firsts AS f ON r.file_index = f.file_index AND r.file_row_number = f.file_row_number
 ),
 merged AS (
     SELECT prev.* REPLACE (
@@ -32,12 +46,10 @@ merged AS (
            w.language, w.published_at, w.captured_at, w.http_status, w.score_relevance,
            w.score_freshness, w.score_authority, w.score_final
     FROM winners w JOIN seen s USING (source_id)
-    WHERE w.source_id NOT IN (SELECT source_id FROM prev)
 )
-SELECT task_id, source_id,
-       row_number() OVER (ORDER BY score_final DESC, source_id) AS final_rank,
-       seen_count, query_ids, query_id, query_text, query_intent, provider, rank, url, title,
-       snippet, content_text, language, published_at, captured_at, http_status,
-       score_relevance, score_freshness, score_authority, score_final
-FROM merged
-ORDER BY final_rank;
+SELECT m.task_id, m.source_id, r.final_rank, m.seen_count, m.query_ids, m.query_id, m.query_text,
+       m.query_intent, m.provider, m.rank, m.url, m.title, m.snippet, m.content_text, m.language,
+       m.published_at, m.captured_at, m.http_status, m.score_relevance, m.score_freshness,
+       m.score_authority, m.score_final
+FROM merged AS m JOIN ranks AS r USING (source_id)
+ORDER BY r.final_rank;

@@ -106,7 +106,8 @@ def _acquire(lock: FileLock, holder_file: Path, timeout: float) -> None:
     except Timeout:
         pass
     holder = _read_holder(holder_file)
-    print(f"waiting for the catalog, held by {holder}", file=sys.stderr)
+    if f"pid {os.getpid()} " not in holder:  # threads of one run wait on each other silently
+        print(f"waiting for the catalog, held by {holder}", file=sys.stderr)
     try:
         lock.acquire(timeout=max(0.0, timeout - 0.2))
     except Timeout:

@@ -27,6 +27,8 @@ class Settings(BaseSettings):
     library: Path | None = Field(default=None, description="Folder of the user's documents")
     providers: str | None = Field(default=None, description="Comma list of providers to use")
     max_results: int = Field(default=10, ge=1, le=50)
+    target_count: int = Field(default=10, ge=1, le=200, validation_alias=AliasChoices(
+        "PIPELINE_TARGET_COUNT", "SEARCHLAKE_TARGET_COUNT"), description="Sources a research run selects")
     max_queries_per_intent: int = Field(default=3, ge=1, le=20)
     content_max_chars: int = Field(default=20_000, ge=200)
     http_timeout: float = Field(default=20.0, gt=0)
@@ -50,6 +52,20 @@ class Settings(BaseSettings):
     thenewsapi_token: SecretStr | None = Field(default=None, validation_alias=AliasChoices("THENEWSAPI_TOKEN", "SEARCHLAKE_THENEWSAPI_TOKEN"))
     openrouter_api_key: SecretStr | None = Field(default=None, validation_alias=AliasChoices("OPENROUTER_API_KEY", "SEARCHLAKE_OPENROUTER_API_KEY"))
     openrouter_base_url: str = Field(default="https://openrouter.ai/api/v1", validation_alias=AliasChoices("OPENROUTER_BASE_URL", "SEARCHLAKE_OPENROUTER_BASE_URL"))
+
+    # single-shot search + summary (`searchlake ask`, tasks/ask.py); each is overridable per call
+    ask_model: str = Field(default="openai/gpt-4o-mini", description="OpenRouter model for `ask`")
+    ask_max_results: int = Field(default=5, ge=0, le=10, description="Web results per ask (0-10)")
+    ask_search_context_size: str = Field(default="high", pattern="^(low|medium|high)$")
+    ask_web_search: str = Field(default="plugin", pattern="^(plugin|server_tool)$",
+                                description="plugin: plugins:[{id:web}]; server_tool: openrouter:web_search")
+    ask_max_cost: float | None = Field(default=0.05, ge=0, description="USD per ask; above it the run fails")
+    ask_timeout: float = Field(default=60.0, gt=0, description="Seconds per OpenRouter request")
+    ask_retry_after_max: float = Field(default=10.0, ge=0, description="Cap on a Retry-After wait, seconds")
+
+    # `searchlake serve`: the progress-event stream (no auth: loopback by default)
+    serve_host: str = "127.0.0.1"
+    serve_port: int = Field(default=8765, ge=0, le=65535)
 
     @cached_property
     def lake_root(self) -> str:

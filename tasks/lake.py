@@ -91,8 +91,9 @@ class Lake:
         with self.fs.open(self._path(key), "rb") as handle:
             return handle.read()
 
-    def write_parquet(self, key: str, table: pa.Table) -> None:
-        pq.write_table(table, self._path(key), filesystem=None if self.is_local else self.fs)
+    def write_parquet(self, key: str, table: pa.Table, **options) -> None:
+        """`options` go to pyarrow.parquet.write_table (row_group_size, ...)."""
+        pq.write_table(table, self._path(key), filesystem=None if self.is_local else self.fs, **options)
 
     def read_parquet(self, key: str) -> pa.Table:
         return pq.read_table(self._path(key), filesystem=None if self.is_local else self.fs)

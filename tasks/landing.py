@@ -8,25 +8,38 @@ of the batch still lands.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
+import multiprocessing
+import os
 import re
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from schemas import rows
-from schemas.bundle import SearchResultBundle
-from schemas.urls import UnsafeURL
+from schemas.bundle import FAST_BUNDLE, SearchResultBundle, to_utc
+from schemas.urls import UnsafeURL, source_id_for
 from tasks.catalog import Catalog
 from tasks.lake import Lake, LakeWrite
 
 BATCH_ITEMS = 250_000
+# Validating and converting bundles is CPU work: for a big enough set of
+# files it runs in this many worker processes (forked, so they start at once).
+LANDING_WORKERS = min(2, os.cpu_count() or 1)
+POOL_MIN_BYTES = 4 << 20  # below this a pool costs more than it saves
+POOL_WINDOW_BYTES = 64 << 20  # raw bytes handed to the workers and not yet landed
+# Row groups are DuckDB's unit of parallel reading: several per results file
+# let consolidation read one file on every core.
+RESULTS_ROW_GROUP = 64 * 1024
 _DIGITS = re.compile(r"\d+")
 
 
@@ -58,20 +71,54 @@ class Refusal:
         return f"refused {self.source}: {self.reason}{where}: {self.message}"
 
 
+@dataclass(frozen=True)
+class BundleHeader:
+    """What the catalog records of a bundle besides its items."""
+
+    task_id: str
+    query_id: str
+    query_text: str
+    query_intent: str | None
+    provider: str
+    executed_at: datetime
+    item_count: int
+    total_returned: int
+    kept_after_filter: int
+    failed_count: int
+    dedup_count: int
+
+    @classmethod
+    def of(cls, bundle: SearchResultBundle) -> "BundleHeader":
+        s = bundle.stats
+        return cls(bundle.task_id, bundle.query_id, bundle.query_text, bundle.query_intent,  # type: ignore[arg-type]
+                   bundle.provider, bundle.executed_at, len(bundle.results), s.total_returned,
+                   s.kept_after_filter, s.failed_count, s.dedup_count)
+
+
 @dataclass
 class Candidate:
+    """A valid bundle, ready to land. `bundle` is None when the fast path
+    validated it; `items` then holds its items as Arrow columns."""
+
     source: str
     raw: bytes
-    bundle: SearchResultBundle
+    bundle: SearchResultBundle | None
     content_hash: str
+    header: BundleHeader = None  # type: ignore[assignment]  # from `bundle` when not given
+    items: pa.Table | None = None
+    rows: pa.Table | None = None  # its rows of the results file, when already built
+
+    def __post_init__(self) -> None:
+        if self.header is None:
+            self.header = BundleHeader.of(self.bundle)  # type: ignore[arg-type]
 
     @property
     def task_id(self) -> str:
-        return self.bundle.task_id  # type: ignore[return-value]
+        return self.header.task_id
 
     @property
     def query_id(self) -> str:
-        return self.bundle.query_id
+        return self.header.query_id
 
     @property
     def uid(self) -> str:
@@ -138,6 +185,78 @@ def validate(sub: Submission, default_task_id: str | None) -> Candidate | Refusa
     return Candidate(sub.source, sub.raw, bundle, hashlib.sha256(sub.raw).hexdigest())
 
 
+def prepare(sub: Submission, default_task_id: str | None) -> Candidate | Refusal:
+    """validate(), by the fast path when the bundle allows it (same verdict,
+    same values): its items then come back as Arrow columns."""
+    fast = _fast_candidate(sub, default_task_id)
+    return fast if fast is not None else validate(sub, default_task_id)
+
+
+_ITEMS = pa.schema([rows.RESULTS.field(name) for name in rows.ITEM_FIELDS])
+_TIMES = [name for name in rows.ITEM_FIELDS if _ITEMS.field(name).type == rows.RESULTS.field("executed_at").type]
+# The fast path's items as it reads them: timestamps still text.
+_ITEMS_TEXT_TIMES = pa.schema([pa.field(f.name, pa.string()) if f.name in _TIMES else f for f in _ITEMS])
+_DATETIME = TypeAdapter(datetime)  # the lax parse of Timestamp's inner validator
+
+
+def _fast_candidate(sub: Submission, default_task_id: str | None) -> Candidate | None:
+    """The bundle checked by schemas.bundle.FAST_BUNDLE, which accepts a subset
+    of what SearchResultBundle does; None means "ask validate()", which gives
+    the real verdict (a refusal, or an exception, stays validate()'s)."""
+    if FAST_BUNDLE is None:
+        return None
+    try:
+        doc = FAST_BUNDLE.validate_json(sub.raw)
+    except ValidationError:
+        return None
+    task_id = doc.get("task_id")
+    if task_id is None:
+        if default_task_id is None:
+            return None
+        task_id = default_task_id
+    try:
+        executed_at = to_utc(_DATETIME.validate_python(doc["executed_at"]))
+        items = pa.Table.from_pylist(doc["results"], schema=_ITEMS_TEXT_TIMES)
+        for name in _TIMES:
+            at = items.schema.get_field_index(name)
+            items = items.set_column(at, _ITEMS.field(name), pc.cast(items.column(at), _ITEMS.field(name).type))
+        status = items.column("status")
+        failed = pc.equal(status, "failed")
+        failed_count = pc.sum(failed).as_py() or 0
+        if failed_count:
+            code = items.column("error_code")
+            # SearchResultItem: a failed item needs an error_code.
+            if pc.any(pc.and_kleene(failed, pc.or_kleene(pc.is_null(code), pc.equal(code, "")))).as_py():
+                return None
+        items = _with_derived_source_ids(items)
+    except Exception:  # let validate() and results_table() say what is wrong
+        return None
+    count = items.num_rows
+    stats = doc.get("stats")
+    if stats is None:  # SearchResultStats.of(results)
+        stats = {"total_returned": count, "kept_after_filter": pc.sum(pc.equal(status, "ok")).as_py() or 0,
+                 "failed_count": failed_count, "dedup_count": 0}
+    header = BundleHeader(
+        task_id, doc["query_id"], doc["query_text"], doc.get("query_intent"), doc["provider"],
+        executed_at, count, stats.get("total_returned", 0), stats.get("kept_after_filter", 0),
+        stats.get("failed_count", 0), stats.get("dedup_count", 0))
+    return Candidate(sub.source, sub.raw, None, hashlib.sha256(sub.raw).hexdigest(), header, items)
+
+
+def _with_derived_source_ids(items: pa.Table) -> pa.Table:
+    """A missing source_id is derived from the URL (SearchResultItem's rule)."""
+    column = items.column("source_id")
+    if not column.null_count:
+        return items
+    ids = column.to_pylist()
+    urls = items.column("url").to_pylist()
+    for i, value in enumerate(ids):
+        if value is None:
+            ids[i] = source_id_for(urls[i])
+    return items.set_column(items.schema.get_field_index("source_id"), _ITEMS.field("source_id"),
+                            pa.array(ids, pa.string()))
+
+
 def _format_loc(loc: tuple) -> str:
     text = ""
     for part in loc:
@@ -187,8 +306,22 @@ def land_files(catalog: Catalog, paths: Iterable[str | Path], *, task_id: str | 
     files, missing = expand_paths(paths)
     report = LandingReport(refused=list(missing))
     report.merge(land_submissions(catalog, read_submissions(files), task_id=task_id,
-                                  replace=replace, batch_items=batch_items))
+                                  replace=replace, batch_items=batch_items, workers=_workers_for(files)))
     return report
+
+
+def _workers_for(files: list[Path]) -> int:
+    if LANDING_WORKERS < 2 or len(files) < 2 * LANDING_WORKERS:
+        return 1
+    total = 0
+    for path in files:
+        try:
+            total += path.stat().st_size
+        except OSError:
+            continue
+        if total >= POOL_MIN_BYTES:
+            return LANDING_WORKERS
+    return 1
 
 
 def land_bundles(catalog: Catalog, bundles: Iterable[SearchResultBundle], *, source: str,
@@ -199,24 +332,98 @@ def land_bundles(catalog: Catalog, bundles: Iterable[SearchResultBundle], *, sou
 
 
 def land_submissions(catalog: Catalog, submissions: Iterable[Submission | Refusal], *,
-                     task_id: str | None, replace: bool, batch_items: int = BATCH_ITEMS) -> LandingReport:
+                     task_id: str | None, replace: bool, batch_items: int = BATCH_ITEMS,
+                     workers: int = 1) -> LandingReport:
     report = LandingReport()
     batch: list[Candidate] = []
     refused: list[Refusal] = []
     size = 0
-    for sub in submissions:
-        outcome = sub if isinstance(sub, Refusal) else validate(sub, task_id)
-        if isinstance(outcome, Refusal):
-            refused.append(outcome)
-            continue
-        batch.append(outcome)
-        size += len(outcome.bundle.results)
-        if size >= batch_items:
+    # With workers, a full batch lands in a thread (one at a time, in order)
+    # while the workers go on with the next one.
+    lander = ThreadPoolExecutor(1) if workers > 1 else None
+    landing: Future | None = None
+    try:
+        for outcome in _prepared(submissions, task_id, workers):
+            if isinstance(outcome, Refusal):
+                refused.append(outcome)
+                continue
+            batch.append(outcome)
+            size += outcome.header.item_count
+            if size >= batch_items:
+                if lander is None:
+                    report.merge(_land_batch(catalog, batch, refused, replace))
+                else:
+                    if landing is not None:
+                        report.merge(landing.result())
+                    landing = lander.submit(_land_batch, catalog, batch, refused, replace)
+                batch, refused, size = [], [], 0
+        if landing is not None:
+            report.merge(landing.result())
+            landing = None
+        if batch or refused:
             report.merge(_land_batch(catalog, batch, refused, replace))
-            batch, refused, size = [], [], 0
-    if batch or refused:
-        report.merge(_land_batch(catalog, batch, refused, replace))
+    finally:
+        if lander is not None:
+            lander.shutdown(wait=True)
     return report
+
+
+def _prepared(submissions: Iterable[Submission | Refusal], task_id: str | None,
+              workers: int) -> Iterator[Candidate | Refusal]:
+    """prepare() of each submission, in order; in worker processes when asked."""
+    if workers < 2:
+        for sub in submissions:
+            yield sub if isinstance(sub, Refusal) else prepare(sub, task_id)
+        return
+    # fork: the workers start at once and only run this module's pure Python
+    # and Arrow code; they never touch the catalog connection they inherit.
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+    pending: deque[tuple[Submission | Refusal, Future | None]] = deque()
+    in_flight = 0
+    try:
+        for sub in submissions:
+            if isinstance(sub, Refusal):
+                pending.append((sub, None))
+            else:
+                pending.append((sub, pool.submit(_prepare_detached, sub.source, sub.raw, task_id)))
+                in_flight += len(sub.raw)
+            while pending and (in_flight > POOL_WINDOW_BYTES or pending[0][1] is None or pending[0][1].done()):
+                done, future = pending.popleft()
+                if future is not None:
+                    in_flight -= len(done.raw)  # type: ignore[union-attr]
+                yield _attached(done, future)
+        while pending:
+            yield _attached(*pending.popleft())
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _prepare_detached(source: str, raw: bytes, task_id: str | None) -> tuple[Candidate | Refusal, bool]:
+    """prepare() in a worker: the outcome travels back without the raw bytes
+    (the caller has them), and a candidate with its results rows built."""
+    outcome = prepare(Submission(source, raw), task_id)
+    if isinstance(outcome, Refusal):
+        if outcome.raw is raw:
+            return dataclasses.replace(outcome, raw=None), True
+        return outcome, False
+    try:
+        outcome.rows = _bundle_items(outcome)
+        outcome.bundle, outcome.items = None, None
+    except Exception:  # noqa: BLE001 - results_table() raises it where it always did
+        pass
+    outcome.raw = b""
+    return outcome, True
+
+
+def _attached(sub: Submission | Refusal, future: Future | None) -> Candidate | Refusal:
+    if future is None:
+        return sub  # type: ignore[return-value]
+    outcome, detached = future.result()
+    if detached:
+        if isinstance(outcome, Refusal):
+            return dataclasses.replace(outcome, raw=sub.raw)  # type: ignore[union-attr]
+        outcome.raw = sub.raw  # type: ignore[union-attr]
+    return outcome
 
 
 @dataclass
@@ -230,6 +437,7 @@ class _Plan:
 def _plan(catalog: Catalog, batch: list[Candidate], replace: bool) -> _Plan:
     plan = _Plan()
     seen: dict[tuple[str, str], str] = {}
+    landed = _landed_bundles(catalog, {(cand.task_id, cand.query_id) for cand in batch})
     for cand in batch:
         key = (cand.task_id, cand.query_id)
         if key in seen:
@@ -239,7 +447,7 @@ def _plan(catalog: Catalog, batch: list[Candidate], replace: bool) -> _Plan:
                 plan.refused.append(_conflict(cand, "another file in this batch has the same task_id and query_id"))
             continue
         seen[key] = cand.content_hash
-        existing = catalog.rows("bundle_lookup", list(key))
+        existing = landed.get(key)
         if not existing:
             plan.new.append(cand)
         elif existing[0][1] == cand.content_hash:
@@ -249,6 +457,32 @@ def _plan(catalog: Catalog, batch: list[Candidate], replace: bool) -> _Plan:
         else:
             plan.refused.append(_conflict(cand, "a different bundle already landed under this task_id and query_id (use --replace)"))
     return plan
+
+
+def _landed_bundles(catalog: Catalog, keys: set[tuple[str, str]]) -> dict[tuple[str, str], list[tuple]]:
+    """bundle_lookup for every (task_id, query_id) of a batch, in one query."""
+    if not keys:
+        return {}
+    task_ids, query_ids = zip(*sorted(keys))
+    table = pa.table({"task_id": pa.array(task_ids, pa.string()), "query_id": pa.array(query_ids, pa.string())})
+    found: dict[tuple[str, str], list[tuple]] = defaultdict(list)
+    with _registered(catalog, "landing_keys", table):
+        for task, query, *row in catalog.rows("bundle_lookup_batch"):
+            found[(task, query)].append(tuple(row))
+    return found
+
+
+class _registered:
+    """An Arrow table visible to the catalog's SQL under `name` for a while."""
+
+    def __init__(self, catalog: Catalog, name: str, table: pa.Table):
+        self.con, self.name, self.table = catalog.con, name, table
+
+    def __enter__(self) -> None:
+        self.con.register(self.name, self.table)
+
+    def __exit__(self, *exc) -> None:
+        self.con.unregister(self.name)
 
 
 def _conflict(cand: Candidate, message: str) -> Refusal:
@@ -270,7 +504,7 @@ def _land_batch(catalog: Catalog, batch: list[Candidate], refused: list[Refusal]
     for task, cands in by_task.items():
         key = Lake.results_key(task, write.txn)
         table = results_table(cands)
-        lake.write_parquet(write.staged(key), table)
+        lake.write_parquet(write.staged(key), table, row_group_size=RESULTS_ROW_GROUP)
         results_files[task] = (key, table.num_rows)
     rewrites = _stage_rewrites(catalog, write, plan.replacing)
     quarantined = [(r, _stage_quarantine(write, r)) for r in refused]
@@ -290,8 +524,9 @@ def _land_batch(catalog: Catalog, batch: list[Candidate], refused: list[Refusal]
             write.delete_after_commit(old)
         for task, (key, n) in results_files.items():
             cat.run("lake_file_add", [key, "results", task, n])
-        for cand in landing:
-            cat.run("bundle_insert", _bundle_row(cand, results_files[cand.task_id][0], seq))
+        if landing:
+            with _registered(cat, "landing_bundles", _bundle_rows(landing, results_files, seq)):
+                cat.run("bundle_insert_batch")
         for refusal, stored in quarantined:
             cat.run("quarantine_add", [
                 refusal.source, stored, _sha(refusal.raw), refusal.task_id, refusal.query_id,
@@ -301,7 +536,7 @@ def _land_batch(catalog: Catalog, batch: list[Candidate], refused: list[Refusal]
 
     catalog.commit_write(write, record)
     return LandingReport(
-        landed=[(c.task_id, c.query_id, len(c.bundle.results)) for c in landing],
+        landed=[(c.task_id, c.query_id, c.header.item_count) for c in landing],
         replaced=[(c.task_id, c.query_id) for c, _ in plan.replacing],
         unchanged=[(c.task_id, c.query_id) for c in plan.unchanged],
         refused=refused,
@@ -338,36 +573,60 @@ def _stage_rewrites(catalog: Catalog, write: LakeWrite, replacing: list[tuple[Ca
             rewrites.append((old_file, None, task_of[old_file], 0))
             continue
         new_key = Lake.task_key("results", task_of[old_file], f"part-{write.txn}-r{len(rewrites)}.parquet")
-        lake.write_parquet(write.staged(new_key), kept)
+        lake.write_parquet(write.staged(new_key), kept, row_group_size=RESULTS_ROW_GROUP)
         rewrites.append((old_file, new_key, task_of[old_file], kept.num_rows))
     return rewrites
 
 
-def _bundle_row(cand: Candidate, results_file: str, seq: int) -> list:
-    b = cand.bundle
-    s = b.stats
-    return [
-        cand.uid, b.task_id, b.query_id, natural_sort_key(b.query_id), b.query_text, b.query_intent,
-        b.provider, b.executed_at, len(b.results), s.total_returned, s.kept_after_filter,
-        s.failed_count, s.dedup_count, cand.content_hash,
-        Lake.raw_key(b.task_id, b.query_id, cand.content_hash), results_file, cand.source, seq,
-    ]
+_BUNDLE_ROWS = pa.schema([
+    ("bundle_uid", pa.string()), ("task_id", pa.string()), ("query_id", pa.string()),
+    ("query_sort_key", pa.string()), ("query_text", pa.string()), ("query_intent", pa.string()),
+    ("provider", pa.string()), ("executed_at", pa.timestamp("us", tz="UTC")), ("item_count", pa.int64()),
+    ("total_returned", pa.int64()), ("kept_after_filter", pa.int64()), ("failed_count", pa.int64()),
+    ("dedup_count", pa.int64()), ("content_hash", pa.string()), ("raw_path", pa.string()),
+    ("results_file", pa.string()), ("source_file", pa.string()), ("landing_seq", pa.int64()),
+])
 
 
-_BUNDLE_COLUMNS = ("task_id", "query_id", "query_text", "query_intent", "provider", "executed_at")
+def _bundle_rows(cands: list[Candidate], results_files: dict[str, tuple[str, int]], seq: int) -> pa.Table:
+    """The bundle_catalog rows of the landed bundles (landed_at is the commit's now())."""
+    rows_ = []
+    for cand in cands:
+        h = cand.header
+        rows_.append((
+            cand.uid, h.task_id, h.query_id, natural_sort_key(h.query_id), h.query_text, h.query_intent,
+            h.provider, h.executed_at, h.item_count, h.total_returned, h.kept_after_filter,
+            h.failed_count, h.dedup_count, cand.content_hash,
+            Lake.raw_key(h.task_id, h.query_id, cand.content_hash), results_files[h.task_id][0],
+            cand.source, seq,
+        ))
+    columns = zip(*rows_)
+    return pa.Table.from_arrays([pa.array(c, f.type) for c, f in zip(columns, _BUNDLE_ROWS)], schema=_BUNDLE_ROWS)
 
 
 def results_table(cands: list[Candidate]) -> pa.Table:
-    columns: dict[str, list] = {name: [] for name in rows.RESULTS.names}
-    for cand in cands:
-        bundle = cand.bundle
-        count = len(bundle.results)
-        for name in _BUNDLE_COLUMNS:
-            columns[name].extend([getattr(bundle, name)] * count)
-        columns["query_sort_key"].extend([natural_sort_key(bundle.query_id)] * count)
-        columns["bundle_uid"].extend([cand.uid] * count)
-        columns["item_index"].extend(range(count))
-        items = [item.__dict__ for item in bundle.results]
-        for name in rows.ITEM_FIELDS:
-            columns[name].extend([item[name] for item in items])
-    return pa.Table.from_pydict(columns, schema=rows.RESULTS)
+    tables = [cand.rows if cand.rows is not None else _bundle_items(cand) for cand in cands]
+    return pa.concat_tables(tables) if tables else rows.RESULTS.empty_table()
+
+
+_BUNDLE_COLUMNS = ("task_id", "query_id", "query_sort_key", "query_text", "query_intent", "provider",
+                   "executed_at", "bundle_uid")
+
+
+def _bundle_items(cand: Candidate) -> pa.Table:
+    """One bundle's rows of the results file: its fields repeated, then its items."""
+    items = cand.items if cand.items is not None else _item_columns(cand.bundle)  # type: ignore[arg-type]
+    count = items.num_rows
+    h = cand.header
+    values = (h.task_id, h.query_id, natural_sort_key(h.query_id), h.query_text, h.query_intent,
+              h.provider, h.executed_at, cand.uid)
+    arrays = [pa.repeat(pa.scalar(value, rows.RESULTS.field(name).type), count)
+              for name, value in zip(_BUNDLE_COLUMNS, values)]
+    arrays.append(pa.array(range(count), pa.int32()))
+    arrays += items.columns
+    return pa.Table.from_arrays(arrays, schema=rows.RESULTS)
+
+
+def _item_columns(bundle: SearchResultBundle) -> pa.Table:
+    items = [item.__dict__ for item in bundle.results]
+    return pa.Table.from_pydict({name: [item[name] for item in items] for name in rows.ITEM_FIELDS}, schema=_ITEMS)

@@ -1,0 +1,434 @@
+"""Benchmark: landing and consolidating one task of N synthetic items.
+
+    .venv/bin/python bench/run.py [--sizes 100000,1000000] [--seed 7] [--keep]
+
+For each size: generate the bundle files (bench/generate.py) into a temp
+dir, then, each in its own child process with a fresh SEARCHLAKE_HOME:
+  ingest         tasks.landing.land_files under tasks.catalog.open_catalog
+  consolidate    tasks.consolidation.consolidate (first run: reads everything)
+  reconsolidate  the same with nothing new landed
+  baseline       a bare duckdb.connect() query doing the same dedup + rank over
+                 the landed results Parquet files, written with COPY ... TO
+Times are wall-clock seconds around the work inside the child (imports and
+interpreter start-up excluded; opening the catalog included); each step runs
+--repeat times (default 3; consolidate on fresh copies of the landed lake)
+and the fastest trial counts, since other processes may share the machine.
+CPU seconds (the step's and its workers') are recorded too. Peak memory is
+the child's resource.getrusage ru_maxrss (RUSAGE_SELF plus RUSAGE_CHILDREN
+for the worker processes landing forks: an upper bound), or the sampled peak
+of the process tree's PSS from /proc if that is larger.
+Figures go to stdout and to bench/out/results.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+OUT = BENCH / "out"
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+TASK = "bench"
+TARGETS = {
+    "consolidate_vs_baseline_max": 1.5,
+    "consolidate_items_per_s_min": 500_000,
+    "ingest_items_per_s_min": 100_000,
+    "reconsolidate_pct_max": 5.0,
+    "peak_rss_mb_max": 2048,
+}
+
+# ---------------------------------------------------------------------------
+# child side: one measured step
+
+
+BASELINE_SQL = """
+COPY (
+    WITH ok AS (
+        SELECT * FROM read_parquet({files}) WHERE status = 'ok'
+    ),
+    winners AS (
+        SELECT *, count(*) OVER (PARTITION BY source_id) AS seen_count
+        FROM ok
+        QUALIFY row_number() OVER (
+            PARTITION BY source_id
+            ORDER BY query_sort_key, query_id, score_final DESC, rank NULLS LAST, item_index) = 1
+    )
+    SELECT task_id, source_id,
+           row_number() OVER (ORDER BY score_final DESC, source_id) AS final_rank,
+           seen_count, query_id, query_text, query_intent, provider, rank, url, title,
+           snippet, content_text, language, published_at, captured_at, http_status,
+           score_relevance, score_freshness, score_authority, score_final
+    FROM winners
+    ORDER BY final_rank
+) TO {out} (FORMAT parquet)
+"""
+
+
+def _sql_text(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process and its (waited-for) worker processes."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def results_files(home: Path) -> list[str]:
+    return sorted(str(p) for p in (home / "lake" / "results").rglob("*.parquet"))
+
+
+def step_ingest(home: Path, bundles: Path) -> dict:
+    from tasks.catalog import open_catalog
+    from tasks.config import Settings
+    from tasks.landing import land_files
+
+    c0, t0 = cpu_seconds(), time.perf_counter()
+    with open_catalog(Settings(), "bench ingest") as catalog:
+        t1 = time.perf_counter()
+        report = land_files(catalog, [bundles])
+        t2 = time.perf_counter()
+    t3 = time.perf_counter()
+    return {"seconds": t3 - t0, "cpu_seconds": cpu_seconds() - c0, "call_seconds": t2 - t1, "open_seconds": t1 - t0,
+            "items": report.items_landed, "bundles": len(report.landed),
+            "refused": len(report.refused)}
+
+
+def step_consolidate(home: Path, bundles: Path) -> dict:
+    from tasks.catalog import open_catalog
+    from tasks.config import Settings
+    from tasks.consolidation import consolidate
+
+    c0, t0 = cpu_seconds(), time.perf_counter()
+    with open_catalog(Settings(), "bench consolidate") as catalog:
+        t1 = time.perf_counter()
+        report = consolidate(catalog, TASK)
+        t2 = time.perf_counter()
+    t3 = time.perf_counter()
+    return {"seconds": t3 - t0, "cpu_seconds": cpu_seconds() - c0, "call_seconds": t2 - t1, "open_seconds": t1 - t0,
+            "items": report.items_read, "bundles": report.bundles_read,
+            "sources": report.sources_written, "failed_logged": report.failed_logged,
+            "nothing_new": report.nothing_new}
+
+
+def step_baseline(home: Path, bundles: Path) -> dict:
+    import duckdb
+
+    files = results_files(home)
+    out = home / "baseline.parquet"
+    c0, t0 = cpu_seconds(), time.perf_counter()
+    con = duckdb.connect()
+    query = BASELINE_SQL.format(files="[" + ", ".join(_sql_text(f) for f in files) + "]",
+                                out=_sql_text(str(out)))
+    con.execute(query)
+    con.close()
+    t1 = time.perf_counter()
+    cpu = cpu_seconds() - c0
+    sources = duckdb.connect().execute(f"SELECT count(*) FROM read_parquet({_sql_text(str(out))})").fetchone()[0]
+    return {"seconds": t1 - t0, "cpu_seconds": cpu, "call_seconds": t1 - t0, "open_seconds": 0.0,
+            "sources": sources, "files": len(files)}
+
+
+STEPS = {"ingest": step_ingest, "consolidate": step_consolidate,
+         "reconsolidate": step_consolidate, "baseline": step_baseline}
+
+
+def child_main(step: str, home: Path, bundles: Path, result_file: Path) -> int:
+    result = STEPS[step](home, bundles)
+    me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    result["maxrss_self_mb"] = me / 1024
+    result["maxrss_children_mb"] = kids / 1024
+    result_file.write_text(json.dumps(result))
+    return 0
+
+
+# ---------------------------------------------------------------------------
+# parent side
+
+
+def _tree_memory_bytes(root_pid: int) -> tuple[int, int]:
+    """(sum of RSS, sum of PSS) over root_pid and its descendants (Linux /proc).
+    PSS shares copy-on-write pages between forked workers instead of counting
+    them in each, so it is the honest total; RSS is the upper bound."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2:].split()
+        parents[int(entry)] = int(fields[1])
+    tree = {root_pid}
+    grew = True
+    while grew:
+        grew = False
+        for pid, ppid in parents.items():
+            if ppid in tree and pid not in tree:
+                tree.add(pid)
+                grew = True
+    rss = pss = 0
+    for pid in tree:
+        try:
+            with open(f"/proc/{pid}/smaps_rollup", "rb") as handle:
+                for line in handle:
+                    if line.startswith(b"Rss:"):
+                        rss += int(line.split()[1]) * 1024
+                    elif line.startswith(b"Pss:"):
+                        pss += int(line.split()[1]) * 1024
+        except OSError:
+            pass
+    return rss, pss
+
+
+def run_step(step: str, home: Path, bundles: Path, workdir: Path) -> dict:
+    result_file = workdir / f"{step}.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SEARCHLAKE_")}
+    env["SEARCHLAKE_HOME"] = str(home)
+    env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--step", step, "--home", str(home),
+           "--bundles", str(bundles), "--result", str(result_file)]
+    os.sync()  # the previous step's dirty pages are not this step's to write back
+    proc = subprocess.Popen(cmd, cwd=workdir, env=env)
+    peak_rss = peak_pss = 0
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak_rss, peak_pss
+        while not done.is_set():
+            rss, pss = _tree_memory_bytes(proc.pid)
+            peak_rss, peak_pss = max(peak_rss, rss), max(peak_pss, pss)
+            done.wait(0.02)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    code = proc.wait()
+    done.set()
+    sampler.join()
+    if code != 0:
+        raise SystemExit(f"step {step} failed with exit code {code}")
+    result = json.loads(result_file.read_text())
+    result["sampled_tree_rss_mb"] = peak_rss / 2**20
+    result["sampled_tree_pss_mb"] = peak_pss / 2**20
+    # ru_maxrss of the step process plus that of its largest worker: an upper
+    # bound (shared pages counted twice), never below the sampled PSS peak.
+    result["peak_rss_mb"] = max(result["maxrss_self_mb"] + result["maxrss_children_mb"],
+                                result["sampled_tree_pss_mb"])
+    return result
+
+
+def _link_copy(src: Path, dst: Path) -> None:
+    """A lake snapshot to run a step on again: data files hard-linked (steps
+    only add or rename files), the catalog database copied."""
+    def copy(a: str, b: str) -> None:
+        if ".duckdb" in os.path.basename(a):
+            shutil.copy2(a, b)
+        else:
+            os.link(a, b)
+    shutil.copytree(src, dst, copy_function=copy)
+
+
+def best_of(step: str, trials: int, home_for, bundles: Path, workdir: Path) -> tuple[dict, Path]:
+    """Run a step `trials` times (each on home_for(i)); the fastest trial's
+    figures, with every trial's seconds kept, and that trial's home."""
+    runs = []
+    for i in range(trials):
+        home = home_for(i)
+        runs.append((run_step(step, home, bundles, workdir), home))
+    best, home = min(runs, key=lambda r: r[0]["seconds"])
+    best = dict(best)
+    best["trials_seconds"] = [r["seconds"] for r, _ in runs]
+    best["trials_cpu_seconds"] = [r["cpu_seconds"] for r, _ in runs]
+    best["peak_rss_mb"] = max(r["peak_rss_mb"] for r, _ in runs)
+    return best, home
+
+
+def check_same_output(home: Path) -> dict:
+    """The consolidated file and the baseline agree on every winner and rank."""
+    import duckdb
+
+    con = duckdb.connect()
+    cons = _sql_text(str(next((home / "lake" / "consolidated").rglob("consolidated.parquet"))))
+    base = _sql_text(str(home / "baseline.parquet"))
+    cols = "source_id, final_rank, seen_count, query_id, rank, url, title, snippet, score_final"
+    diff = con.execute(f"""
+        SELECT (SELECT count(*) FROM (SELECT {cols} FROM read_parquet({cons})
+                                      EXCEPT ALL SELECT {cols} FROM read_parquet({base}))),
+               (SELECT count(*) FROM (SELECT {cols} FROM read_parquet({base})
+                                      EXCEPT ALL SELECT {cols} FROM read_parquet({cons})))
+    """).fetchone()
+    return {"rows_only_in_consolidated": diff[0], "rows_only_in_baseline": diff[1],
+            "identical": diff == (0, 0)}
+
+
+def bench_size(items: int, args: argparse.Namespace, scratch: Path) -> dict:
+    from bench.generate import generate
+
+    base = scratch / f"n{items}"
+    bundles, workdir = base / "bundles", base / "work"
+    workdir.mkdir(parents=True)
+    load_before = os.getloadavg()
+    print(f"[{items:,} items] generating ...", flush=True)
+    t0 = time.perf_counter()
+    files = generate(items, bundles, per_bundle=args.items_per_bundle, seed=args.seed)
+    gen_seconds = time.perf_counter() - t0
+    input_mb = sum(p.stat().st_size for p in files) / 2**20
+    n = args.repeat
+    print(f"[{items:,} items] ingest x{n} ...", flush=True)
+    ingest, landed = best_of("ingest", n, lambda i: base / f"ingest{i}", bundles, workdir)
+    for i in range(n):  # keep only the lake the other steps start from
+        if base / f"ingest{i}" != landed:
+            shutil.rmtree(base / f"ingest{i}", ignore_errors=True)
+
+    def fresh_copy(i: int) -> Path:
+        home = base / f"cons{i}"
+        _link_copy(landed, home)
+        return home
+
+    print(f"[{items:,} items] consolidate x{n} ...", flush=True)
+    cons, consolidated = best_of("consolidate", n, fresh_copy, bundles, workdir)
+    print(f"[{items:,} items] re-consolidate x{n} ...", flush=True)
+    recons, _ = best_of("reconsolidate", n, lambda i: consolidated, bundles, workdir)
+    print(f"[{items:,} items] baseline x{n} ...", flush=True)
+    baseline, _ = best_of("baseline", n, lambda i: consolidated, bundles, workdir)
+    if ingest["items"] != items or ingest["refused"]:
+        raise SystemExit(f"ingest landed {ingest['items']} of {items} items, refused {ingest['refused']}")
+    if recons["nothing_new"] is not True:
+        raise SystemExit("re-consolidation read something new")
+    agreement = check_same_output(consolidated)
+    figures = {
+        "items": items,
+        "bundles": len(files),
+        "input_mb": round(input_mb, 1),
+        "generate_seconds": round(gen_seconds, 2),
+        "trials": n,
+        "loadavg_before": load_before,
+        "loadavg_after": os.getloadavg(),
+        "ingest_items_per_s": items / ingest["seconds"],
+        "consolidate_items_per_s": items / cons["seconds"],
+        "consolidate_vs_baseline": cons["seconds"] / baseline["seconds"],
+        "reconsolidate_pct_of_first": 100 * recons["seconds"] / cons["seconds"],
+        "peak_rss_mb_ingest": ingest["peak_rss_mb"],
+        "peak_rss_mb_consolidate": cons["peak_rss_mb"],
+        "peak_rss_mb_baseline": baseline["peak_rss_mb"],
+        "sources": cons["sources"],
+        "baseline_sources": baseline["sources"],
+        "output_matches_baseline": agreement,
+        "steps": {"ingest": ingest, "consolidate": cons, "reconsolidate": recons, "baseline": baseline},
+    }
+    if not args.keep:
+        shutil.rmtree(base, ignore_errors=True)
+    return figures
+
+
+def targets_for(fig: dict) -> list[tuple[str, bool, str]]:
+    t = TARGETS
+    return [
+        ("consolidate <= 1.5x bare query", fig["consolidate_vs_baseline"] <= t["consolidate_vs_baseline_max"],
+         f"{fig['consolidate_vs_baseline']:.2f}x"),
+        ("consolidate >= 500k items/s", fig["consolidate_items_per_s"] >= t["consolidate_items_per_s_min"],
+         f"{fig['consolidate_items_per_s']:,.0f} items/s"),
+        ("ingest >= 100k items/s", fig["ingest_items_per_s"] >= t["ingest_items_per_s_min"],
+         f"{fig['ingest_items_per_s']:,.0f} items/s"),
+        ("re-consolidate <= 5% of first", fig["reconsolidate_pct_of_first"] <= t["reconsolidate_pct_max"],
+         f"{fig['reconsolidate_pct_of_first']:.1f}%"),
+        ("peak memory < 2 GB", max(fig["peak_rss_mb_ingest"], fig["peak_rss_mb_consolidate"]) < t["peak_rss_mb_max"],
+         f"{max(fig['peak_rss_mb_ingest'], fig['peak_rss_mb_consolidate']):,.0f} MB"),
+    ]
+
+
+def print_table(results: list[dict]) -> None:
+    head = ("size", "ingest items/s", "consolidate items/s", "cons/baseline",
+            "re-cons % of 1st", "ingest peak MB", "cons peak MB")
+    rows = [(f"{r['items']:,}", f"{r['ingest_items_per_s']:,.0f}", f"{r['consolidate_items_per_s']:,.0f}",
+             f"{r['consolidate_vs_baseline']:.2f}x", f"{r['reconsolidate_pct_of_first']:.1f}%",
+             f"{r['peak_rss_mb_ingest']:,.0f}", f"{r['peak_rss_mb_consolidate']:,.0f}") for r in results]
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(head)]
+    line = "  ".join(h.rjust(w) for h, w in zip(head, widths))
+    print()
+    print(line)
+    print("-" * len(line))
+    for row in rows:
+        print("  ".join(c.rjust(w) for c, w in zip(row, widths)))
+    print()
+    for r in results:
+        s = r["steps"]
+
+        def secs(step: str) -> str:
+            return (f"{s[step]['seconds']:.2f}s (cpu {s[step]['cpu_seconds']:.2f}s; trials "
+                    + ", ".join(f"{t:.2f}" for t in s[step]["trials_seconds"]) + ")")
+        print(f"{r['items']:,} items: {r['bundles']} bundles, {r['input_mb']:.0f} MB of JSON, {r['sources']:,} sources; "
+              f"load average {r['loadavg_before'][0]:.1f} before, {r['loadavg_after'][0]:.1f} after")
+        for step in ("ingest", "consolidate", "reconsolidate", "baseline"):
+            print(f"  {step:<14}{secs(step)}  peak {s[step]['peak_rss_mb']:,.0f} MB")
+        print(f"  consolidated output identical to the baseline's: {r['output_matches_baseline']['identical']}")
+    print()
+    for r in results:
+        for name, ok, shown in targets_for(r):
+            print(f"{r['items']:>9,}  {'met   ' if ok else 'MISSED'}  {name}: {shown}")
+    if any(r["loadavg_before"][0] > 1.0 for r in results):
+        print("\nnote: other processes were using the CPUs (load average above); the figures are the fastest trials.")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="searchlake landing/consolidation benchmark")
+    parser.add_argument("--sizes", default="100000,1000000", help="comma list of item counts")
+    parser.add_argument("--items-per-bundle", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="trials per step; the fastest counts (others share the machine)")
+    parser.add_argument("--keep", action="store_true", help="keep the temp dirs (bundles, lake)")
+    parser.add_argument("--step", choices=sorted(STEPS), help=argparse.SUPPRESS)
+    parser.add_argument("--home", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--bundles", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--result", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.step:
+        return child_main(args.step, args.home, args.bundles, args.result)
+
+    sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
+    scratch = Path(tempfile.mkdtemp(prefix="searchlake-bench-"))
+    results = []
+    try:
+        for items in sizes:
+            results.append(bench_size(items, args, scratch))
+    finally:
+        if not args.keep:
+            shutil.rmtree(scratch, ignore_errors=True)
+        else:
+            print(f"kept {scratch}")
+    print_table(results)
+    OUT.mkdir(exist_ok=True)
+    doc = {
+        "command": " ".join([".venv/bin/python", "bench/run.py", *(argv if argv is not None else sys.argv[1:])]),
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                    "platform": platform.platform()},
+        "seed": args.seed,
+        "items_per_bundle": args.items_per_bundle,
+        "targets": TARGETS,
+        "results": [{**r, "targets": {n: {"met": ok, "value": v} for n, ok, v in targets_for(r)}}
+                    for r in results],
+    }
+    (OUT / "results.json").write_text(json.dumps(doc, indent=2))
+    print(f"\nwrote {OUT / 'results.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,14 @@
+"""What every flow shares: settings defaults and the retry rule."""
+
+from __future__ import annotations
+
+import os
+
+# Prefect's telemetry cannot reach out from here and would log an error.
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+
+
+def retry_when_busy(task, task_run, state) -> bool:
+    """Retry a task only when waiting can help: the catalog was busy."""
+    from tasks.catalog import CatalogBusy
+    return isinstance(state.data, CatalogBusy)

@@ -1,0 +1,36 @@
+"""The terminal view of a research run: a live progress bar."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+
+class TerminalObserver:
+    def __init__(self, console: Console):
+        self.console = console
+        self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                                 MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=False)
+        self.bar = None
+
+    def __enter__(self) -> "TerminalObserver":
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.progress.stop()
+
+    def step(self, step: str, label: str) -> None:
+        self.console.print(f"[bold]·[/bold] {label}")
+
+    def searches_planned(self, total: int) -> None:
+        self.bar = self.progress.add_task("searches", total=total)
+
+    def search_done(self, provider: str, query_id: str, items: int, failed: bool) -> None:
+        if failed:
+            self.console.print(f"  [yellow]{query_id}: {provider} failed (recorded in the error log)[/yellow]")
+        if self.bar is not None:
+            self.progress.advance(self.bar)
+
+    def note(self, message: str) -> None:
+        self.console.print(message)

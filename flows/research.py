@@ -1,0 +1,198 @@
+"""Research flow: a governed run from question to cited report.
+
+pre-flight → plan → search every provider in parallel (each bundle lands as
+it arrives) → consolidate → [search completeness gate] → hard, coarse and
+quality filters → [filter sufficiency gate: fall back to unused keywords] →
+publishers → report → [output gate]. One trace id (the flow run id) runs
+through every stage; the run's budget bounds it (Prefect's flow timeout)."""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from datetime import datetime, timezone
+
+from flows import common  # noqa: F401  (sets Prefect defaults before import)
+from prefect import flow
+from prefect.futures import as_completed
+from prefect.runtime import flow_run
+from prefect.task_runners import ThreadPoolTaskRunner
+
+from flows.research_tasks import (candidates_task, coarse_filter_task, consolidate_task, extend_plan_task,
+                                  hard_filter_task, index_library_task, landed_task, plan_task, policy_task,
+                                  quality_filter_task, report_research_task, search_task)
+from flows.run_view import RunView
+from schemas.governance import Budget
+from schemas.plan import ResearchPlan
+from tasks.config import Settings
+from tasks.gates import build_output, filter_sufficiency, output_check, search_completeness, unused_keywords
+from tasks.http import make_client
+from tasks.preflight import preflight
+from tasks.providers.registry import enabled_names, provider_class
+from tasks.quality import aggregate_publishers
+from tasks.runs import RunSummary, finish_run, record_outcome, start_run
+from tasks.search import route
+
+
+class GateAbort(RuntimeError):
+    """A gate stopped the run; the message is the gate's reason."""
+
+
+def new_task_id(question: str) -> str:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    words = "-".join(re.findall(r"[a-z0-9]+", question.lower())[:4])[:40]
+    return f"r{stamp}-{words or 'q'}-{uuid.uuid4().hex[:4]}"
+
+
+@flow(name="searchlake-research", task_runner=ThreadPoolTaskRunner(max_workers=16), timeout_seconds=1800)
+def research_flow(question: str, task_id: str | None = None, library: str | None = None,
+                  providers: list[str] | None = None, max_results: int | None = None,
+                  target: int | None = None, demand_id: str = "default", budget: dict | None = None) -> dict:
+    settings = research_settings(library, providers, max_results)
+    names = enabled_names(settings)
+    preflight(settings, names)
+    budget = Budget.resolve(budget)
+    target = budget.cap_target(target or settings.target_count)
+    task_id = task_id or new_task_id(question)
+    trace_id = flow_run.get_id() or uuid.uuid4().hex
+    policy, policy_source = policy_task(demand_id, settings)
+    view = RunView(settings, task_id, trace_id)
+    start_run(settings, trace_id, task_id, question, demand_id, policy_source, budget, policy)
+    view.begin(run_plan_lines(trace_id, task_id, question, names, target, budget, policy, policy_source))
+    started = time.monotonic()
+    counts = {"candidate_count": 0, "filtered_count": 0, "publisher_count": 0}
+    try:
+        with make_client(settings) as client:
+            outputs = _run(question, task_id, trace_id, names, target, budget, policy, settings, client, view, counts)
+    except BaseException as exc:
+        status = "timed_out" if "timeout" in type(exc).__name__.lower() else "failed"
+        error = f"{type(exc).__name__}: {exc}".splitlines()[0]
+        finish_run(settings, trace_id, status, **counts, elapsed_seconds=time.monotonic() - started,
+                   stage_history=view.trace.history, outputs={}, error=error)
+        view.fail(status, error)
+        raise
+    finish_run(settings, trace_id, "complete", **counts, elapsed_seconds=time.monotonic() - started,
+               stage_history=view.trace.history, outputs=outputs)
+    view.finish(outputs)
+    return {"trace_id": trace_id, "task_id": task_id, "providers": names, **outputs}
+
+
+def _run(question, task_id, trace_id, names, target, budget, policy, settings, client, view, counts) -> dict:
+    with view.stage("plan", "planning queries") as detail:
+        plan = plan_task(question, task_id, trace_id, settings)
+        detail.update(planner=plan.planner, queries=len(plan.queries), fallback_reason=plan.fallback_reason)
+    if "library" in names:
+        with view.stage("index", "indexing the library") as detail:
+            detail["library"] = index_library_task(task_id, settings)
+    search_stats = _search(plan, task_id, names, settings, client, view, "search")
+    candidates = _consolidate(task_id, settings, view)
+    counts["candidate_count"] = len(candidates)
+    _gate(view, search_completeness(len(candidates), target, policy))
+
+    rounds = 0
+    while True:
+        selected, drops = _filter(question, candidates, policy, target, names, settings, client, view)
+        gate = filter_sufficiency(selected, target, policy, rounds, budget.max_fallback_rounds)
+        _gate(view, gate)
+        if gate.outcome != "fallback":
+            break
+        rounds += 1
+        used = [q.text for q in plan.queries]
+        new_texts = unused_keywords(used, question, used, policy.max_keywords)
+        if not new_texts:
+            break
+        plan = extend_plan_task(plan, new_texts, task_id, trace_id, settings)
+        _search(plan, task_id, names, settings, client, view, "fallback_search")
+        candidates = _consolidate(task_id, settings, view)
+        counts["candidate_count"] = len(candidates)
+
+    with view.stage("publishers", "grouping sources by publisher") as detail:
+        publishers = aggregate_publishers(selected)
+        detail["publishers"] = len(publishers)
+    output = build_output(len(candidates), selected, publishers)
+    counts.update(filtered_count=len(selected), publisher_count=len(publishers))
+    output_key = record_outcome(settings, trace_id, task_id, selected, drops, publishers, output=output)
+    with view.stage("report", "writing the report") as detail:
+        reports = report_research_task(task_id, plan, [c.source_id for c in selected], settings)
+        detail["report"] = reports.get("html")
+    _gate(view, output_check(output))
+    return {"question": plan.question, "planner": plan.planner, "fallback_reason": plan.fallback_reason,
+            "fallback_rounds": rounds, **search_stats, "sources": len(candidates), "selected": len(selected),
+            "report": reports.get("html"), "reports": reports, "output": output_key}
+
+
+def _search(plan: ResearchPlan, task_id, names, settings, client, view, stage: str) -> dict:
+    calls = route(plan, {name: provider_class(name) for name in names})
+    landed = landed_task(task_id, settings)
+    pending = [call for call in calls if call.query.query_id not in landed]
+    failed = 0
+    with view.stage(stage, f"searching {len(names)} providers") as detail:
+        view.searches_planned(len(pending))
+        futures = [search_task.submit(call, task_id, settings, client) for call in pending]
+        for future in as_completed(futures):
+            provider, query_id, items, call_failed = future.result()
+            failed += call_failed
+            view.search_done(provider, query_id, items, call_failed)
+        detail.update(searches=len(pending), resumed=len(calls) - len(pending), failed=failed)
+    return {"searches": len(calls), "resumed": len(calls) - len(pending), "failed_searches": failed}
+
+
+def _consolidate(task_id, settings, view) -> list:
+    with view.stage("consolidate", "deduplicating and ranking") as detail:
+        report = consolidate_task(task_id, settings)
+        detail.update(sources=report.sources_written, new_sources=report.new_sources,
+                      failed_logged=report.failed_logged)
+    return candidates_task(task_id, settings)
+
+
+def _filter(question, candidates, policy, target, names, settings, client, view):
+    drops = []
+    with view.stage("hard_filter", "dropping unusable results") as detail:
+        kept, dropped = hard_filter_task(candidates)
+        drops += dropped
+        detail.update(kept=len(kept), dropped=len(dropped))
+    with view.stage("coarse_filter", "screening titles") as detail:
+        kept, dropped = coarse_filter_task(question, kept, settings, client)
+        drops += dropped
+        detail.update(kept=len(kept), dropped=len(dropped))
+    with view.stage("quality_filter", "reading and scoring the best sources") as detail:
+        online = any(name != "library" for name in names)
+        kept, dropped = quality_filter_task(question, kept, policy, target, settings, client, online)
+        drops += dropped
+        detail.update(kept=len(kept), dropped=len(dropped))
+    return kept, drops
+
+
+def _gate(view: RunView, result) -> None:
+    view.gate(result)
+    if result.outcome == "abort":
+        raise GateAbort(f"{result.gate}: {result.reason}")
+
+
+def run_plan_lines(trace_id, task_id, question, names, target, budget, policy, policy_source) -> list[str]:
+    return [
+        f"trace id: {trace_id}",
+        f"task id:  {task_id}",
+        f"question: {question}",
+        "stages:   plan → search → consolidate → hard/coarse/quality filter → publishers → report",
+        f"providers: {', '.join(names)}; target {target} sources",
+        f"budget:   timeout {budget.timeout_seconds} s, max target {budget.max_target_count}, "
+        f"max fallback rounds {budget.max_fallback_rounds}",
+        f"policy:   {policy_source} — " + ", ".join(f"{k}={v}" for k, v in policy.to_dict().items()),
+    ]
+
+
+def research_settings(library: str | None, providers: list[str] | None, max_results: int | None) -> Settings:
+    overrides = {}
+    if library is not None:
+        overrides["library"] = library
+    if providers:
+        overrides["providers"] = ",".join(providers)
+    if max_results is not None:
+        overrides["max_results"] = max_results
+    return Settings(**overrides)
+
+
+def summary_of(settings: Settings, trace_id: str) -> RunSummary | None:
+    return RunSummary.load(settings, trace_id)

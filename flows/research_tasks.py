@@ -1,0 +1,158 @@
+"""The Prefect tasks of a research run. Each opens the catalog only for the
+moment it needs it, so analysts' SQL is never locked out for long."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from flows import common  # noqa: F401  (sets Prefect defaults before import)
+from prefect import get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from flows.common import retry_when_busy
+from schemas.governance import Policy
+from schemas.plan import PlannedQuery, ResearchPlan
+from tasks.catalog import open_catalog
+from tasks.config import Settings
+from tasks.consolidation import ConsolidationReport, consolidate
+from tasks.landing import land_bundles
+from tasks.library_index import index_library
+from tasks.llm import LLMConfig
+from tasks.planning import PlanOutcome, plan_question
+from tasks.policy import load_policy
+from tasks.providers.library import LibraryProvider
+from tasks.providers.registry import build_provider, provider_class
+from tasks.quality import (StageOutput, coarse_filter, hard_filter, load_candidates, page_fetcher,
+                           quality_filter)
+from tasks.reports import report_task
+from tasks.research_store import (QuestionMismatch, landed_query_ids, log_skipped_files, store_plan,
+                                  stored_plan)
+from tasks.search import SearchCall, search_bundle
+
+BUSY = {"cache_policy": NO_CACHE, "retries": 2, "retry_delay_seconds": 5, "retry_condition_fn": retry_when_busy}
+
+_limits: dict[str, threading.Semaphore] = {}
+_limits_guard = threading.Lock()
+
+
+def provider_slot(name: str, settings: Settings) -> threading.Semaphore:
+    """At most settings.provider_concurrency calls in flight per provider
+    (fewer when a provider's terms ask for it)."""
+    with _limits_guard:
+        limit = min(settings.provider_concurrency, getattr(provider_class(name), "max_concurrency", 64))
+        return _limits.setdefault(name, threading.Semaphore(limit))
+
+
+@task(name="load-policy", **BUSY)
+def policy_task(demand_id: str, settings: Settings) -> tuple[Policy, str]:
+    with open_catalog(settings, "research: policy") as catalog:
+        return load_policy(catalog, demand_id)
+
+
+@task(name="plan", **BUSY)
+def plan_task(question: str, task_id: str, run_id: str, settings: Settings) -> ResearchPlan:
+    """The task's stored plan when it is resumed, else a new one."""
+    with open_catalog(settings, "research: plan") as catalog:
+        previous = stored_plan(catalog, task_id)
+    if previous is not None:
+        if previous.question != " ".join(question.split()):
+            raise QuestionMismatch(f"task {task_id!r} already holds research on another question: "
+                                   f"{previous.question!r}")
+        return previous
+    outcome = plan_question(question, max_per_intent=settings.max_queries_per_intent,
+                            llm=LLMConfig.from_settings(settings))
+    save_plan(task_id, run_id, outcome, settings)
+    if outcome.plan.fallback_reason:
+        get_run_logger().warning("planner fell back to keywords: %s", outcome.plan.fallback_reason)
+    return outcome.plan
+
+
+def save_plan(task_id: str, run_id: str, outcome: PlanOutcome, settings: Settings) -> None:
+    with open_catalog(settings, "research: plan") as catalog:
+        store_plan(catalog, task_id, run_id, outcome)
+
+
+@task(name="extend-plan", **BUSY)
+def extend_plan_task(plan: ResearchPlan, texts: list[str], task_id: str, run_id: str,
+                     settings: Settings) -> ResearchPlan:
+    """A fallback round's new queries join the stored plan, so that a resumed
+    run finds them (and what they landed) again."""
+    extended = plan.model_copy(update={"queries": plan.queries + [PlannedQuery(intent="web", text=t) for t in texts]})
+    save_plan(task_id, run_id, PlanOutcome(extended), settings)
+    return extended
+
+
+@task(name="index-library", **BUSY)
+def index_library_task(task_id: str, settings: Settings) -> str:
+    """Index what changed in the library; unreadable files go to the error log."""
+    with open_catalog(settings, "research: index library") as catalog:
+        report = index_library(catalog, settings)
+        log_skipped_files(catalog, task_id, report.skipped)
+    return (f"library {report.root}: {report.documents} documents ({report.added} added, "
+            f"{report.updated} updated, {report.removed} removed, {len(report.skipped)} skipped)")
+
+
+@task(name="landed-queries", **BUSY)
+def landed_task(task_id: str, settings: Settings) -> set[str]:
+    with open_catalog(settings, "research: resume check", read_only=True) as catalog:
+        return landed_query_ids(catalog, task_id)
+
+
+@task(name="search", cache_policy=NO_CACHE)
+def search_task(call: SearchCall, task_id: str, settings: Settings, client) -> tuple[str, str, int, bool]:
+    """One query at one provider; its bundle lands as soon as it arrives."""
+    with provider_slot(call.provider, settings):
+        if call.provider == "library":
+            with open_catalog(settings, "research: library search") as catalog:
+                bundle = search_bundle(LibraryProvider(catalog, settings), call, task_id=task_id,
+                                       max_results=settings.max_results, settings=settings)
+        else:
+            provider = build_provider(call.provider, settings, client)
+            bundle = search_bundle(provider, call, task_id=task_id, max_results=settings.max_results,
+                                   settings=settings, client=client)
+            # honour a provider's terms on request rate (arXiv: one call per 3 s) while holding its slot
+            time.sleep(getattr(provider, "min_interval_seconds", 0.0))
+    with open_catalog(settings, "research: land") as catalog:
+        land_bundles(catalog, [bundle], source="research")
+    failed = bundle.stats.failed_count > 0 and bundle.stats.kept_after_filter == 0
+    return call.provider, call.query.query_id, len(bundle.results), failed
+
+
+@task(name="consolidate", **BUSY)
+def consolidate_task(task_id: str, settings: Settings) -> ConsolidationReport:
+    with open_catalog(settings, "research: consolidate") as catalog:
+        return consolidate(catalog, task_id)
+
+
+@task(name="candidates", **BUSY)
+def candidates_task(task_id: str, settings: Settings) -> list:
+    with open_catalog(settings, "research: candidates", read_only=True) as catalog:
+        return load_candidates(catalog, task_id)
+
+
+@task(name="hard-filter", cache_policy=NO_CACHE)
+def hard_filter_task(candidates: list) -> StageOutput:
+    return hard_filter(candidates)
+
+
+@task(name="coarse-filter", cache_policy=NO_CACHE)
+def coarse_filter_task(question: str, candidates: list, settings: Settings, client) -> StageOutput:
+    return coarse_filter(question, candidates, LLMConfig.from_settings(settings), client=client)
+
+
+@task(name="quality-filter", cache_policy=NO_CACHE)
+def quality_filter_task(question: str, candidates: list, policy: Policy, target: int, settings: Settings,
+                        client, online: bool) -> StageOutput:
+    fetch = page_fetcher(settings, client) if online else None
+    return quality_filter(question, candidates, policy, target, fetch=fetch,
+                          llm=LLMConfig.from_settings(settings) if policy.enable_llm_review else None,
+                          client=client)
+
+
+@task(name="report", **BUSY)
+def report_research_task(task_id: str, plan: ResearchPlan, source_ids: list[str], settings: Settings) -> dict:
+    with open_catalog(settings, "research: report") as catalog:
+        published = report_task(catalog, task_id, plan, question=plan.question,
+                                llm=LLMConfig.from_settings(settings), source_ids=source_ids)
+        return {name: catalog.lake.uri(key) for name, key in published.keys.items()}

@@ -1,0 +1,76 @@
+"""Everything that watches a research run, fed from one place: the trace
+(JSONL + run_events, spec 003), the progress events (JSONL for `serve`,
+spec 002), and the terminal when a person is watching."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Iterator
+
+from flows import observer
+from schemas.governance import GateResult
+from tasks.config import Settings
+from tasks.events import EventLog, ProgressTracker
+from tasks.runs import TraceLog
+
+# (stepType, weight, label) of the progress bar a UI follows
+STEPS = [("plan", 0.05, "planning queries"), ("index", 0.05, "indexing the library"),
+         ("deep_search", 0.45, "searching in parallel"), ("consolidate", 0.05, "deduplicating and ranking"),
+         ("filter", 0.15, "filtering for quality"), ("reporting", 0.25, "writing the report")]
+STEP_OF_STAGE = {"plan": "plan", "index": "index", "search": "deep_search", "fallback_search": "deep_search",
+                 "consolidate": "consolidate", "hard_filter": "filter", "coarse_filter": "filter",
+                 "quality_filter": "filter", "publishers": "filter", "report": "reporting"}
+
+_LAST_STAGE_OF_STEP = {"plan", "index", "search", "fallback_search", "consolidate", "publishers", "report"}
+
+
+class RunView:
+    def __init__(self, settings: Settings, task_id: str, trace_id: str):
+        self.trace = TraceLog(settings, task_id, trace_id)
+        self.events = EventLog.for_run(settings, task_id, trace_id)
+        self.progress = ProgressTracker(STEPS, sink=self.events)
+        self.terminal = observer.current.get()
+        self.searches_total = 0
+        self.searches_done = 0
+
+    def begin(self, plan_lines: list[str]) -> None:
+        self.progress.begin({"plan": plan_lines})
+        self.trace.run("running", {"plan": plan_lines})
+        for line in plan_lines:
+            self.terminal.note(line)
+
+    @contextmanager
+    def stage(self, name: str, label: str) -> Iterator[dict]:
+        step = STEP_OF_STAGE.get(name)
+        self.terminal.step(name, label)
+        if step and (step not in self.progress.partial or step in self.progress.done):
+            self.progress.start(step)
+        with self.trace.stage(name, attempt=self.trace.attempts(name) + 1) as detail:
+            yield detail
+        if step and name in _LAST_STAGE_OF_STEP:
+            self.progress.complete(step, metadata=dict(detail))
+
+    def searches_planned(self, total: int) -> None:
+        self.searches_total, self.searches_done = total, 0
+        self.terminal.searches_planned(total)
+
+    def search_done(self, provider: str, query_id: str, items: int, failed: bool) -> None:
+        self.searches_done += 1
+        self.progress.advance("deep_search", self.searches_done / max(1, self.searches_total),
+                              metadata={"provider": provider, "query_id": query_id, "items": items, "failed": failed})
+        self.terminal.search_done(provider, query_id, items, failed)
+
+    def gate(self, result: GateResult) -> None:
+        self.trace.gate(result)
+        if result.outcome != "pass":
+            self.terminal.note(f"gate {result.gate}: {result.outcome} — {result.reason}")
+
+    def finish(self, result: dict) -> None:
+        self.trace.run("complete", result)
+        self.progress.finish(result)
+        self.events.close()
+
+    def fail(self, status: str, error: str) -> None:
+        self.trace.run(status, {"error": error})
+        self.progress.fail(error)
+        self.events.close()

@@ -1,0 +1,188 @@
+"""Contracts of the synthesis, modeling and reporting steps.
+
+`SynthesisResult` is the synthesis agent's output (spec 001:
+synthesized_insights, key_data_points, contradictions_or_gaps, each claim
+cited and marked for citability). `ModelBlueprint` and `ResearchReport`
+follow spec 002 field for field (camelCase on the wire; dump with
+`by_alias=True`); fields beyond the spec are additions, never renames.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Language = Literal["en", "zh"]
+Citability = Literal["high", "medium", "low", "none"]
+
+
+class SourceRef(BaseModel):
+    """One source the synthesizer was given; `number` is its 1-based place
+    in the list the synthesizer saw (what an LLM cites as S<number>)."""
+
+    number: int
+    source_id: str
+    url: str
+    title: str = ""
+    domain: str = ""
+
+
+class Citation(BaseModel):
+    source_id: str
+    url: str
+    title: str = ""
+    quote: str = ""
+    domain: str = ""
+    verified: bool = False
+    source_number: int | None = None
+
+
+class Insight(BaseModel):
+    text: str
+    citations: list[Citation] = Field(default_factory=list)
+    dimension: str | None = None
+    citability: Citability = "none"
+
+
+class KeyDataPoint(BaseModel):
+    value: float
+    unit: str = ""
+    measure: str = ""
+    text: str = ""
+    citations: list[Citation] = Field(default_factory=list)
+    citability: Citability = "none"
+
+
+class ContradictionOrGap(BaseModel):
+    kind: Literal["contradiction", "gap"]
+    description: str
+    citations: list[Citation] = Field(default_factory=list)
+    dimension: str | None = None
+
+
+class SynthesisResult(BaseModel):
+    question: str
+    language: Language = "en"
+    task_id: str | None = None
+    synthesized_insights: list[Insight] = Field(default_factory=list)
+    key_data_points: list[KeyDataPoint] = Field(default_factory=list)
+    contradictions_or_gaps: list[ContradictionOrGap] = Field(default_factory=list)
+    synthesizer: str = "extractive"
+    warnings: list[str] = Field(default_factory=list)
+    sources: list[SourceRef] = Field(default_factory=list)
+    duration_ms: int = 0
+    tokens: int = 0
+
+    def all_citations(self) -> list[Citation]:
+        """Every citation, in reading order: insights, data points, then
+        contradictions and gaps (the order reports number them in)."""
+        groups = [*self.synthesized_insights, *self.key_data_points, *self.contradictions_or_gaps]
+        return [c for item in groups for c in item.citations]
+
+
+# -- spec 002: ModelBlueprint -------------------------------------------------
+
+class _Contract(BaseModel):
+    # Accept both the wire name and the Python name so blueprints read from
+    # JSON (e.g. an LLM's answer) and built in code use the same model.
+    model_config = ConfigDict(populate_by_name=True)
+
+
+class CoreDriver(_Contract):
+    name: str
+    description: str = ""
+    evidenceRefs: list[int] = Field(default_factory=list)
+
+
+class Relationship(_Contract):
+    from_: str = Field(alias="from")
+    to: str
+    type: str = "influence"
+    confidence: float = Field(default=0.5, ge=0.0, le=1.0)
+
+
+class Scenario(_Contract):
+    name: str
+    assumptions: list[str] = Field(default_factory=list)
+    outcomes: list[str] = Field(default_factory=list)
+    confidence: float = Field(default=0.5, ge=0.0, le=1.0)
+
+
+class Metric(_Contract):
+    name: str
+    estimate: float
+    unit: str = ""
+    confidence: float = Field(default=0.5, ge=0.0, le=1.0)
+
+
+class BlueprintMetadata(_Contract):
+    model_config = ConfigDict(populate_by_name=True, extra="allow")
+
+    durationMs: int = 0
+    tokens: int = 0
+    warnings: list[str] = Field(default_factory=list)
+
+
+class ModelBlueprint(_Contract):
+    modelType: str = "evidence_graph"
+    coreDrivers: list[CoreDriver] = Field(default_factory=list)
+    relationships: list[Relationship] = Field(default_factory=list)
+    scenarios: list[Scenario] = Field(default_factory=list)
+    metrics: list[Metric] = Field(default_factory=list)
+    metadata: BlueprintMetadata = Field(default_factory=BlueprintMetadata)
+
+    def to_contract(self) -> dict:
+        return self.model_dump(mode="json", by_alias=True)
+
+
+# -- spec 002: ResearchReport -------------------------------------------------
+
+class OutlineSection(_Contract):
+    heading: str
+    bullets: list[str] = Field(default_factory=list)
+
+
+class ReportSource(_Contract):
+    """A cited source; `noteIndex` is the number its citations show ([n])."""
+
+    title: str
+    url: str
+    noteIndex: int
+    domain: str = ""
+    sourceId: str | None = None
+
+
+class ReportMetadata(_Contract):
+    model_config = ConfigDict(populate_by_name=True, extra="allow")
+
+    durationMs: int = 0
+    tokens: int = 0
+    streamed: bool = False
+    taskId: str | None = None
+    question: str = ""
+    language: Language = "en"
+    synthesizer: str = "extractive"
+    generatedAt: str | None = None
+    sourceCount: int = 0
+    citationCount: int = 0
+    unverifiedCount: int = 0
+    insightCount: int = 0
+    noCitations: bool = True
+    stepDurationsMs: dict[str, int] = Field(default_factory=dict)
+    warnings: list[str] = Field(default_factory=list)
+
+
+class ResearchReport(_Contract):
+    markdown: str
+    outline: list[OutlineSection] = Field(default_factory=list)
+    sources: list[ReportSource] = Field(default_factory=list)
+    metadata: ReportMetadata = Field(default_factory=ReportMetadata)
+    # Additions to spec 002 (backward compatible): the structured material the
+    # report was written from, so report.json alone is auditable and the HTML
+    # renderer needs nothing else.
+    synthesis: SynthesisResult | None = None
+    model: ModelBlueprint | None = None
+
+    def to_contract(self) -> dict:
+        return self.model_dump(mode="json", by_alias=True)

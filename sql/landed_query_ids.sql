@@ -1,0 +1,1 @@
+SELECT query_id FROM bundle_catalog WHERE task_id = ?;

@@ -1,0 +1,1 @@
+UPDATE library_corpora SET fts_stale = false WHERE fts_stale;

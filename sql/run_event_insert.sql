@@ -1,0 +1,2 @@
+INSERT INTO run_event_log (trace_id, task_id, seq, "at", kind, name, status, detail)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?);

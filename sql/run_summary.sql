@@ -1,0 +1,5 @@
+-- One governed run as RunSummary reads it.
+SELECT trace_id, task_id, status, policy_source, candidate_count, filtered_count, publisher_count,
+       elapsed_seconds, CAST(stage_history AS VARCHAR), CAST(outputs AS VARCHAR), error
+FROM run_log
+WHERE trace_id = ?;

@@ -1,0 +1,21 @@
+-- One row per task: the report last published for it (the files under
+-- reports/task_id=<T>/ are replaced in place, so older rows would point at
+-- newer files; publish_report replaces the row in the same transaction).
+CREATE TABLE IF NOT EXISTS report_catalog (
+    task_id            VARCHAR NOT NULL,
+    generated_at       TIMESTAMPTZ NOT NULL,
+    question           VARCHAR,
+    language           VARCHAR,
+    synthesizer        VARCHAR,
+    source_count       INTEGER,
+    cited_source_count INTEGER,
+    citation_count     INTEGER,
+    unverified_count   INTEGER,
+    insight_count      INTEGER,
+    warning_count      INTEGER,
+    md_path            VARCHAR NOT NULL,
+    html_path          VARCHAR NOT NULL,
+    json_path          VARCHAR NOT NULL,
+    duration_ms        BIGINT,
+    tokens             BIGINT
+);

@@ -1,0 +1,52 @@
+"""Small text helpers shared by planning, scoring and synthesis."""
+
+from __future__ import annotations
+
+import re
+
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+# CJK text has no spaces: split runs at common function characters so that
+# 大语言模型在医疗诊断中的应用 yields 大语言模型 / 医疗诊断 / 应用.
+_CJK_BREAK = re.compile(r"[的在和与及中对是了等或为把被从]+")
+_TOKEN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+|[A-Za-z0-9][A-Za-z0-9+#._-]*", re.UNICODE)
+STOPWORDS = frozenset(
+    """a an and are as at be between by can could did do does for from has have how i if in into is it its
+    of on or over should so than that the their them then there these they this to under was what when where
+    which who why will with would about vs versus compare comparison explain describe tell me please much many
+    handle handles handled work works use uses used using make makes get gets do does done way ways
+    的 了 和 与 是 在 有 什么 如何 怎么 哪些 为什么 吗 呢 对 及 以及 关于 会 能 要""".split()
+)
+
+
+def is_cjk(text: str) -> bool:
+    return bool(_CJK.search(text))
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-cased words; CJK runs become overlapping character bigrams."""
+    out: list[str] = []
+    for match in _TOKEN.findall(text.lower()):
+        if _CJK.match(match):
+            out += [match[i:i + 2] for i in range(max(1, len(match) - 1))]
+        else:
+            out.append(match.strip("._-"))
+    return [t for t in out if t]
+
+
+def keywords(text: str) -> list[str]:
+    """Content words in order of appearance, without stopwords or repeats."""
+    seen, kept = set(), []
+    for match in _TOKEN.findall(text):
+        if _CJK.match(match):
+            for part in _CJK_BREAK.split(match):
+                if len(part) >= 2 and part not in seen and part not in STOPWORDS:
+                    seen.add(part)
+                    kept.append(part)
+            continue
+        word = match.strip("._-")
+        lowered = word.lower()
+        if lowered in STOPWORDS or lowered in seen or (len(word) < 2 and not _CJK.match(word)):
+            continue
+        seen.add(lowered)
+        kept.append(word)
+    return kept

@@ -1,0 +1,219 @@
+"""Shared fixtures: a private lake per test, a bundle factory, and drivers for
+the library API and the real `searchlake` command line."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tasks.catalog import open_catalog
+from tasks.config import Settings
+from tasks.consolidation import consolidate
+from tasks.landing import land_files
+
+CAPTURED = "2026-03-01T12:00:00Z"
+
+
+# -- bundle factory ---------------------------------------------------------
+
+def make_item(url: str, score: float = 0.5, **fields) -> dict:
+    """One SearchResultItem as an agent would write it (required fields only)."""
+    item = {"url": url, "title": f"title of {url}", "captured_at": CAPTURED,
+            "score_final": score, "status": "ok"}
+    item.update(fields)
+    return item
+
+
+def make_bundle(query_id: str, items: list[dict], task_id: str | None = "t1", **fields) -> dict:
+    """One SearchResultBundle; task_id=None leaves the field out."""
+    bundle = {"query_id": query_id, "query_text": f"text of {query_id}", "provider": "test",
+              "executed_at": "2026-03-01T11:00:00Z", "results": items}
+    if task_id is not None:
+        bundle["task_id"] = task_id
+    bundle.update(fields)
+    return bundle
+
+
+class BundleFiles:
+    """Writes bundle files into a folder the way another agent would."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+
+    def write(self, bundle: dict, name: str | None = None) -> Path:
+        return self.write_text(json.dumps(bundle, indent=1), name or f"{bundle['query_id']}.json")
+
+    def write_text(self, text: str, name: str) -> Path:
+        path = self.folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        return path
+
+
+@pytest.fixture
+def new_item():
+    return make_item
+
+
+@pytest.fixture
+def new_bundle():
+    return make_bundle
+
+
+@pytest.fixture
+def inbox(tmp_path) -> BundleFiles:
+    """A folder of incoming bundle files, outside the lake."""
+    return BundleFiles(tmp_path / "inbox")
+
+
+# -- settings and library driver ---------------------------------------------
+
+def clean_env(home: Path) -> dict[str, str]:
+    """The process environment with only our SEARCHLAKE_HOME, so a developer's
+    own SEARCHLAKE_* variables cannot leak into a test."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SEARCHLAKE_")}
+    env["SEARCHLAKE_HOME"] = str(home)
+    env["COLUMNS"] = "250"  # rich wraps tables at 80 columns otherwise
+    return env
+
+
+@pytest.fixture
+def settings(tmp_path, monkeypatch) -> Settings:
+    home = tmp_path / "home"
+    for name in [k for k in os.environ if k.startswith("SEARCHLAKE_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("SEARCHLAKE_HOME", str(home))
+    monkeypatch.chdir(tmp_path)  # keep a stray .env out of Settings
+    return Settings()
+
+
+class LakeDriver:
+    """Runs the library the way the CLI does, one locked catalog session per call."""
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+
+    @property
+    def root(self) -> Path:
+        return Path(self.settings.lake_root)
+
+    def ingest(self, *paths, task_id: str | None = None, replace: bool = False):
+        with open_catalog(self.settings, "test-ingest") as catalog:
+            return land_files(catalog, paths, task_id=task_id, replace=replace)
+
+    def consolidate(self, task_id: str = "t1", rebuild: bool = False):
+        with open_catalog(self.settings, "test-consolidate") as catalog:
+            return consolidate(catalog, task_id, rebuild=rebuild)
+
+    def rows(self, query: str, params: list | None = None) -> list[tuple]:
+        with open_catalog(self.settings, "test-read", read_only=True) as catalog:
+            return catalog.con.execute(query, params or []).fetchall()
+
+    def dicts(self, query: str, params: list | None = None) -> list[dict]:
+        with open_catalog(self.settings, "test-read", read_only=True) as catalog:
+            cursor = catalog.con.execute(query, params or [])
+            names = [d[0] for d in cursor.description]
+            return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+    def count(self, view: str) -> int:
+        return self.rows(f"SELECT count(*) FROM {view}")[0][0]
+
+    def consolidated(self, task_id: str = "t1") -> list[dict]:
+        return self.dicts("SELECT * FROM consolidated WHERE task_id = ? ORDER BY final_rank", [task_id])
+
+    def by_url(self, task_id: str = "t1") -> dict[str, dict]:
+        return {row["url"]: row for row in self.consolidated(task_id)}
+
+    def cursor(self, task_id: str = "t1") -> dict | None:
+        found = self.dicts("SELECT * FROM search_read_cursor WHERE task_id = ?", [task_id])
+        return found[0] if found else None
+
+    def files(self) -> dict[str, str]:
+        """Every file in the lake (relative path -> sha256 of its bytes)."""
+        return {str(p.relative_to(self.root)): hashlib.sha256(p.read_bytes()).hexdigest()
+                for p in sorted(self.root.rglob("*")) if p.is_file()}
+
+    def files_under(self, prefix: str) -> list[str]:
+        return [path for path in self.files() if path.startswith(prefix)]
+
+
+@pytest.fixture
+def lake(settings) -> LakeDriver:
+    return LakeDriver(settings)
+
+
+@pytest.fixture
+def separate_lake(settings, tmp_path):
+    """Another lake with its own home, to compare against `lake`."""
+    def make(name: str) -> tuple[LakeDriver, BundleFiles]:
+        # A new Settings, not model_copy: the copy would keep the cached lake_root.
+        other = Settings(home=tmp_path / name)
+        assert other.lake_root != settings.lake_root
+        return LakeDriver(other), BundleFiles(tmp_path / f"{name}-inbox")
+    return make
+
+
+# -- the real command line ----------------------------------------------------
+
+def cli_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "flows.cli", *map(str, args)]
+
+
+class CLI:
+    """Runs `searchlake` as a real subprocess against the test's lake."""
+
+    def __init__(self, home: Path, cwd: Path):
+        self.home = home
+        self.cwd = cwd
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = clean_env(self.home)
+        env.update(extra)
+        return env
+
+    @staticmethod
+    def command(*args: str) -> list[str]:
+        return cli_command(*args)
+
+    def run(self, *args: str, timeout: float = 60, **env_extra: str) -> subprocess.CompletedProcess:
+        done = subprocess.run(cli_command(*args), capture_output=True, text=True, timeout=timeout,
+                              cwd=self.cwd, env=self.env(**env_extra))
+        # Whatever the outcome, a user never sees a Python traceback.
+        assert "Traceback" not in done.stderr, done.stderr
+        return done
+
+    def popen(self, *args: str, **env_extra: str) -> subprocess.Popen:
+        return subprocess.Popen(cli_command(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, cwd=self.cwd, env=self.env(**env_extra))
+
+
+@pytest.fixture
+def cli(settings, tmp_path) -> CLI:
+    return CLI(Path(settings.home), tmp_path)
+
+
+@pytest.fixture
+def lake_at(settings):
+    """A driver for the lake under any home folder (the env is clean: `settings`)."""
+    return lambda home: LakeDriver(Settings(home=home))
+
+
+@pytest.fixture
+def cli_at(settings, tmp_path):
+    """The command line against the lake under any home folder."""
+    return lambda home: CLI(Path(home), tmp_path)
+
+
+def error_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("error:")]
+
+
+@pytest.fixture
+def error_lines_of():
+    return error_lines
