@@ -116,9 +116,12 @@ def sql_command(
 ) -> None:
     """Run read-only SQL over the lake and the catalog."""
     from tasks.catalog import open_catalog
-    from tasks.query import run_query, to_csv, to_json
+    from tasks.query import NotReadOnly, run_analyst_query, to_csv, to_json
     with open_catalog(settings(), "sql", read_only=True) as catalog:
-        result = run_query(catalog, query)
+        try:
+            result = run_analyst_query(catalog, query)
+        except NotReadOnly as exc:
+            raise UserError(str(exc)) from None
     if fmt is Format.csv:
         sys.stdout.write(to_csv(result))
     elif fmt is Format.json:

@@ -22,6 +22,7 @@ class Settings(BaseSettings):
     weight_relevance: float = Field(default=0.6, ge=0)
     weight_freshness: float = Field(default=0.2, ge=0)
     weight_authority: float = Field(default=0.2, ge=0)
+    scoring_file: Path | None = Field(default=None, description="JSON changing freshness windows and authority domains")
 
     # research
     library: Path | None = Field(default=None, description="Folder of the user's documents")

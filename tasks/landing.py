@@ -14,9 +14,11 @@ import json
 import multiprocessing
 import os
 import re
+import warnings
 from collections import defaultdict, deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -370,7 +372,8 @@ def land_submissions(catalog: Catalog, submissions: Iterable[Submission | Refusa
 
 def _prepared(submissions: Iterable[Submission | Refusal], task_id: str | None,
               workers: int) -> Iterator[Candidate | Refusal]:
-    """prepare() of each submission, in order; in worker processes when asked."""
+    """prepare() of each submission, in order; in worker processes when asked
+    (in this process again if a worker dies)."""
     if workers < 2:
         for sub in submissions:
             yield sub if isinstance(sub, Refusal) else prepare(sub, task_id)
@@ -380,20 +383,38 @@ def _prepared(submissions: Iterable[Submission | Refusal], task_id: str | None,
     pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
     pending: deque[tuple[Submission | Refusal, Future | None]] = deque()
     in_flight = 0
+    broken = False
+
+    def submit(sub: Submission) -> Future | None:
+        if broken:
+            return None
+        with warnings.catch_warnings():  # Python >= 3.12 warns of fork() beside DuckDB's threads
+            warnings.filterwarnings("ignore", r".*multi-threaded.*fork\(\)", DeprecationWarning)
+            return pool.submit(_prepare_detached, sub.source, sub.raw, task_id)
+
+    def outcome(sub: Submission | Refusal, future: Future | None) -> Candidate | Refusal:
+        nonlocal broken
+        if isinstance(sub, Refusal):
+            return sub
+        if future is not None and not broken:
+            try:
+                return _attached(sub, future)
+            except BrokenProcessPool:
+                broken = True
+        return prepare(sub, task_id)
+
     try:
         for sub in submissions:
-            if isinstance(sub, Refusal):
-                pending.append((sub, None))
-            else:
-                pending.append((sub, pool.submit(_prepare_detached, sub.source, sub.raw, task_id)))
-                in_flight += len(sub.raw)
+            future = None if isinstance(sub, Refusal) else submit(sub)
+            pending.append((sub, future))
+            in_flight += len(sub.raw) if future is not None else 0  # type: ignore[union-attr]
             while pending and (in_flight > POOL_WINDOW_BYTES or pending[0][1] is None or pending[0][1].done()):
                 done, future = pending.popleft()
                 if future is not None:
                     in_flight -= len(done.raw)  # type: ignore[union-attr]
-                yield _attached(done, future)
+                yield outcome(done, future)
         while pending:
-            yield _attached(*pending.popleft())
+            yield outcome(*pending.popleft())
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
@@ -415,14 +436,12 @@ def _prepare_detached(source: str, raw: bytes, task_id: str | None) -> tuple[Can
     return outcome, True
 
 
-def _attached(sub: Submission | Refusal, future: Future | None) -> Candidate | Refusal:
-    if future is None:
-        return sub  # type: ignore[return-value]
+def _attached(sub: Submission, future: Future) -> Candidate | Refusal:
     outcome, detached = future.result()
     if detached:
         if isinstance(outcome, Refusal):
-            return dataclasses.replace(outcome, raw=sub.raw)  # type: ignore[union-attr]
-        outcome.raw = sub.raw  # type: ignore[union-attr]
+            return dataclasses.replace(outcome, raw=sub.raw)
+        outcome.raw = sub.raw
     return outcome
 
 

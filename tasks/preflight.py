@@ -7,6 +7,7 @@ from __future__ import annotations
 from tasks.config import Settings
 from tasks.library_index import corpus_for
 from tasks.providers.registry import provider_class
+from tasks.scoring import scoring_config
 
 
 class PreflightError(ValueError):
@@ -16,6 +17,10 @@ class PreflightError(ValueError):
 def preflight(settings: Settings, provider_names: list[str]) -> None:
     problems = [p for name in provider_names for p in _provider_problems(name, settings)]
     problems += _llm_problems(settings)
+    try:
+        scoring_config(settings.scoring_file)
+    except ValueError as exc:
+        problems.append(str(exc))
     if "library" in provider_names:
         try:
             corpus_for(settings)

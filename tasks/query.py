@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
 
+import duckdb
+
 from tasks.catalog import Catalog
 from tasks.sqlfiles import sql
 
@@ -17,6 +19,29 @@ from tasks.sqlfiles import sql
 class QueryResult:
     columns: list[str]
     rows: list[tuple]
+
+
+class NotReadOnly(ValueError):
+    """Analysts' SQL may only read."""
+
+
+_READ_ONLY = {duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN}
+
+
+def run_analyst_query(catalog: Catalog, query: str) -> QueryResult:
+    """Run analysts' SQL: queries only (SELECT, WITH, FROM, DESCRIBE, SHOW,
+    SUMMARIZE, EXPLAIN), never statements that change or write anything."""
+    statements = catalog.con.extract_statements(query)
+    if not statements:
+        raise NotReadOnly("the SQL is empty")
+    for statement in statements:
+        if statement.type not in _READ_ONLY:
+            kind = str(statement.type).rsplit(".", 1)[-1]
+            raise NotReadOnly(f"searchlake sql only reads; {kind} statements are not allowed")
+    result = QueryResult([], [])
+    for statement in statements:
+        result = run_query(catalog, statement.query)
+    return result
 
 
 def run_query(catalog: Catalog, query: str, params: list | None = None) -> QueryResult:

@@ -41,10 +41,11 @@ def test_bad_sql_is_one_error_line(cli, error_lines_of):
 def test_analysts_sql_cannot_change_the_catalog(cli, lake, inbox, new_bundle, new_item):
     lake.ingest(inbox.write(new_bundle("q1", [new_item("https://a.example/")])))
     for statement in ["drop table bundle_catalog", "delete from bundle_catalog",
-                      "insert into read_cursor values ('t', null, null, 0, now(), 0, 0, false)"]:
+                      "insert into read_cursor values ('t', null, null, 0, now(), 0, 0, false)",
+                      "copy (select 1) to 'elsewhere.csv'", "select 1; drop view consolidated"]:
         done = cli.run("sql", statement)
         assert done.returncode != 0, statement
-        assert done.stderr.startswith("error:") and "read-only" in done.stderr
+        assert done.stderr.startswith("error:") and "only reads" in done.stderr
     assert lake.count("bundles") == 1
     assert lake.count("search_read_cursor") == 0
 

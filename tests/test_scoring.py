@@ -167,3 +167,25 @@ def test_score_hit_returns_the_four_scores_in_bounds(settings):
     first = score_hit("bm25 ranking", hits[0], "academic", settings, now=NOW)
     assert first == {"score_relevance": 1.0, "score_freshness": 1.0, "score_authority": 0.9,
                      "score_final": pytest.approx(0.98)}
+
+
+def test_scoring_file_changes_authority_and_windows(tmp_path):
+    from tasks.scoring import scoring_config
+    path = tmp_path / "scoring.json"
+    path.write_text('{"domains": {"example.org": 0.95}, "windows": {"news": {"full_days": 10, "zero_days": 20}}}')
+    settings = Settings(scoring_file=path)
+    now = datetime(2026, 1, 31, tzinfo=timezone.utc)
+    hit = Hit(url="https://news.example.org/a", title="x", published_at=datetime(2026, 1, 16, tzinfo=timezone.utc))
+    scores = score_hit("x", hit, "news", settings, now=now)
+    assert scores["score_authority"] == 0.95
+    assert scores["score_freshness"] == 0.5  # 15 days: halfway from 10 to 20
+    assert scoring_config(None).domains.get("example.org") is None
+
+
+def test_unreadable_scoring_file_is_a_clear_error(tmp_path):
+    import pytest as _pytest
+    from tasks.scoring import scoring_config
+    path = tmp_path / "bad.json"
+    path.write_text("{not json")
+    with _pytest.raises(ValueError, match="scoring file"):
+        scoring_config(path)
