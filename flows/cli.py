@@ -172,7 +172,9 @@ def research(
 ) -> None:
     """A governed research run: plan, search in parallel, land, consolidate,
     filter, report. Exit status 0 when the run completes, 1 when it fails."""
-    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    # The terminal shows progress and the run summary; Prefect's own log
+    # lines (a failed run's traceback among them) only when asked for.
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "CRITICAL")
     if not question.strip():
         raise UserError("the question is empty")
     if library is not None and not library.is_dir():

@@ -1,31 +1,29 @@
 -- One row per source: the first occurrence read wins; earlier output (prev)
 -- was read before anything new. final_rank orders the whole task by score.
--- The reading order and the ranking are decided on narrow rows (new_items,
--- source_id and score); the wide columns are then read for the winners only.
-WITH ok AS (
-    SELECT * FROM new_items WHERE status = 'ok'
-),
-occurrences AS (
-    SELECT source_id, query_id, query_sort_key, count(*) AS n
-    FROM ok GROUP BY source_id, query_id, query_sort_key
-),
-seen AS (
-    -- query_ids in (query_sort_key, query_id) order: sort keys hold no NUL,
-    -- so "sort_key NUL query_id" sorts as the pair does.
-    SELECT source_id, sum(n)::BIGINT AS seen_count,
-           list_transform(list_sort(list(query_sort_key || chr(0) || query_id)),
-                          key -> split_part(key, chr(0), 2)) AS query_ids
-    FROM occurrences GROUP BY source_id
-),
-prev AS (
+-- Who wins and the ranking are decided on narrow rows (new_items, and the
+-- source_id and score of prev); the wide columns are then read for the
+-- winning rows only.
+WITH prev AS (
     SELECT * FROM read_parquet(getvariable('prev_file'))
 ),
+seen AS (
+    -- winner: the first item in reading order (query_sort_key, query_id,
+    -- score_final DESC, rank NULLS LAST, item_index), as a struct compared
+    -- field by field; query_id and item_index make it unique.
+    -- query_ids: in (query_sort_key, query_id) order; sort keys hold no NUL,
+    -- so "sort_key NUL query_id" sorts as the pair does.
+    SELECT source_id, count(*) AS seen_count,
+           list_transform(list_sort(list_distinct(list(query_sort_key || chr(0) || query_id))),
+                          key -> split_part(key, chr(0), 2)) AS query_ids,
+           arg_min({'score_final': score_final, 'file_index': file_index, 'file_row_number': file_row_number},
+                   {'sort_key': query_sort_key, 'query_id': query_id, 'score_desc': -score_final,
+                    'no_rank': rank IS NULL, 'rank': coalesce(rank, 0), 'item_index': item_index}) AS winner
+    FROM new_items WHERE status = 'ok'
+    GROUP BY source_id
+),
 firsts AS (
-    SELECT source_id, score_final, file_index, file_row_number FROM ok
-    WHERE source_id NOT IN (SELECT source_id FROM prev)
-    QUALIFY row_number() OVER (
-        PARTITION BY source_id
-        ORDER BY query_sort_key, query_id, score_final DESC, rank NULLS LAST, item_index) = 1
+    SELECT source_id, winner.score_final, winner.file_index, winner.file_row_number
+    FROM seen WHERE source_id NOT IN (SELECT source_id FROM prev)
 ),
 ranks AS (
     SELECT source_id, row_number() OVER (ORDER BY score_final DESC, source_id) AS final_rank

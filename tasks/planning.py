@@ -5,7 +5,6 @@ the keyword planner, and the plan says why."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import date
 
@@ -13,11 +12,11 @@ import httpx
 
 from schemas.plan import PlannedQuery, ResearchPlan, SearchSummary
 from tasks.llm import FORMAT_INSTRUCTIONS, LLMConfig, LLMError, chat, parse_json_answer
-from tasks.text import is_cjk, keywords
+from tasks.text import is_cjk, keywords, phrases
 
 INTENT_KEYS = {"academic": "academic_queries", "news": "news_queries",
                "web": "web_queries", "library": "library_queries"}
-_CLAUSE_SPLIT = re.compile(r"\s*(?:[,;:?？，；：、]|\band\b|\bvs\.?\b|\bversus\b|\bor\b|和|与|及|以及|对比)\s*", re.I)
+MAX_DIMENSIONS = 6
 
 
 @dataclass
@@ -80,16 +79,16 @@ def plan_from_answer(question: str, answer: str, max_per_intent: int) -> Researc
 
 
 def keyword_plan(question: str, max_per_intent: int, *, fallback_reason: str | None = None) -> ResearchPlan:
-    """Decompose the question into clauses and expand its keywords per intent."""
+    """Decompose the question into its phrases (the dimensions) and expand its
+    keywords per intent."""
     words = keywords(question)
-    clauses = [c for c in _CLAUSE_SPLIT.split(question) if keywords(c)]
-    dimensions = _unique([" ".join(keywords(c)[:5]) for c in clauses]) or [" ".join(words[:5]) or question]
+    dimensions = _unique(phrases(question))[:MAX_DIMENSIONS] or [" ".join(words[:5]) or question]
     core = " ".join(words[:8]) or question
     study, survey, latest = ("研究", "综述", "最新") if is_cjk(question) else ("study", "survey", "latest")
     year = date.today().year
     candidates = {
-        "library": [question, core] + dimensions,
-        "web": [question, core] + dimensions,
+        "library": [question] + dimensions + [core],
+        "web": [question] + dimensions + [core],
         "academic": [core] + [f"{d} {study}" for d in dimensions] + [f"{core} {survey}"],
         "news": [f"{core} {year}", f"{core} {latest}"] + dimensions,
     }

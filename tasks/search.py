@@ -31,9 +31,14 @@ def route(plan: ResearchPlan, providers: dict[str, Provider]) -> list[SearchCall
     whose intent no enabled provider serves goes to every enabled provider,
     so no part of the plan is silently dropped."""
     calls = []
+    asked: set[tuple[str, str]] = set()  # the same text twice at one provider pays twice for nothing
     for index, planned in enumerate(plan.queries, start=1):
         serving = [name for name, p in providers.items() if planned.intent in p.intents]
         for name in serving or list(providers):
+            key = (name, " ".join(planned.text.lower().split()))
+            if key in asked:
+                continue
+            asked.add(key)
             query = Query(query_id=f"q{index}.{name}", text=planned.text, intent=planned.intent)
             calls.append(SearchCall(name, query))
     return calls

@@ -50,3 +50,33 @@ def keywords(text: str) -> list[str]:
         seen.add(lowered)
         kept.append(word)
     return kept
+
+
+_WORD_OR_MARK = re.compile(r"[\w'’+#.-]+|[^\w\s]", re.UNICODE)
+
+
+def phrases(text: str) -> list[str]:
+    """Runs of adjacent content words, broken at stopwords and punctuation:
+    "How does Python's garbage collector handle reference cycles?" gives
+    "Python's garbage collector" and "reference cycles". CJK runs are split
+    at function characters, as in `keywords`."""
+    found: list[str] = []
+    run: list[str] = []
+
+    def close() -> None:
+        if run:
+            found.append(" ".join(run))
+            run.clear()
+
+    for token in _WORD_OR_MARK.findall(text):
+        word = token.strip("'’.-")
+        if _CJK.search(word):
+            close()
+            found += [p for p in _CJK_BREAK.split(word) if len(p) >= 2 and p not in STOPWORDS]
+        elif not word or not word[0].isalnum() or word.lower() in STOPWORDS:
+            close()
+        else:
+            run.append(word)
+    close()
+    seen: set[str] = set()
+    return [p for p in found if not (p.lower() in seen or seen.add(p.lower()))]
