@@ -48,6 +48,7 @@ import pyarrow as pa
 
 from tasks.config import Settings
 from tasks.sqlfiles import sql
+from tasks.text import CJK_RUN, cjk_bigrams
 
 SUFFIX_KINDS = {
     ".md": "markdown", ".markdown": "markdown",
@@ -411,12 +412,7 @@ def _cut_point(text: str, low: int, high: int) -> int:
     return high
 
 
-_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f]+")
 _CJK_PUNCTUATION = re.compile(r"[\u3000-\u303f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff65]")
-
-
-def cjk_bigrams(run: str) -> list[str]:
-    return [run] if len(run) < 2 else [run[i:i + 2] for i in range(len(run) - 1)]
 
 
 def index_form(text: str) -> str:
@@ -424,7 +420,7 @@ def index_form(text: str) -> str:
     character bigrams (CJK has no word spaces; bigrams are the usual remedy),
     everything else is left to DuckDB's tokenizer."""
     text = _CJK_PUNCTUATION.sub(" ", text)
-    return _CJK_RUN.sub(lambda m: " " + " ".join(cjk_bigrams(m.group())) + " ", text)
+    return CJK_RUN.sub(lambda m: " " + " ".join(cjk_bigrams(m.group())) + " ", text)
 
 
 # -- the catalog --------------------------------------------------------------

@@ -11,9 +11,8 @@ import unicodedata
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
-# CJK ideographs, kana and hangul: scripts written without spaces between words.
-_CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
-_CJK_RUN = re.compile(f"[{_CJK_CHARS}]+")
+from tasks.text import CJK_RUN
+
 _HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff]")
 _WORD = re.compile(r"[^\W_]+")
 
@@ -73,7 +72,7 @@ def tokens(text: str) -> list[str]:
     text = unicodedata.normalize("NFKC", text or "").casefold()
     out: list[str] = []
     pos = 0
-    for run in _CJK_RUN.finditer(text):
+    for run in CJK_RUN.finditer(text):
         out += _latin_tokens(text[pos:run.start()])
         out += _cjk_tokens(run.group())
         pos = run.end()
@@ -110,7 +109,7 @@ def _blocks(text: str) -> list[str]:
         current = ""
         for line in lines:
             if current and not current.endswith(_LINE_END) and (len(current) >= 50 or line[:1].islower()):
-                current += ("" if _CJK_RUN.match(line[:1]) and _CJK_RUN.match(current[-1:]) else " ") + line
+                current += ("" if CJK_RUN.match(line[:1]) and CJK_RUN.match(current[-1:]) else " ") + line
             else:
                 if current:
                     blocks.append(current)
@@ -133,7 +132,7 @@ def _merge_abbreviations(pieces: list[str]) -> list[str]:
 def weight_len(text: str) -> int:
     """Length where a CJK character counts twice: a CJK character carries
     about as much as two Latin letters, so one threshold serves both."""
-    return len(text) + sum(len(run) for run in _CJK_RUN.findall(text))
+    return len(text) + sum(len(run) for run in CJK_RUN.findall(text))
 
 
 def clip(text: str, limit: int) -> str:
@@ -276,7 +275,7 @@ def _looks_like_date(kind: str, match: re.Match, sentence: str) -> bool:
         return True
     # A figure glued to letters ("Python3", "H100") is a name, not a quantity.
     before = sentence[max(0, match.start() - 1):match.start()]
-    return bool(before) and before.isalpha() and not _CJK_RUN.match(before)
+    return bool(before) and before.isalpha() and not CJK_RUN.match(before)
 
 
 def _figure(kind: str, m: re.Match) -> tuple[float, str, str, float]:
@@ -363,8 +362,8 @@ _FIRST_FIGURE = re.compile(r"\s*(?:[$€£¥]\s?)?\d")
 def _tail_words(text: str, max_words: int) -> str:
     for pattern in (_LINKING_TAIL, _ZH_LINKING_TAIL):
         text = pattern.sub("", text)
-    if _CJK_RUN.search(text[-1:] or " "):
-        run = _CJK_RUN.findall(text)
+    if CJK_RUN.search(text[-1:] or " "):
+        run = CJK_RUN.findall(text)
         # A run right after digits starts with their unit ("2023年…"): drop it.
         return run[-1][-12:].lstrip("年月日个") if run else ""
     words = [w.strip("\"'“”‘’") for w in text.split()]
@@ -373,7 +372,7 @@ def _tail_words(text: str, max_words: int) -> str:
 
 def _head_words(text: str, max_words: int) -> str:
     text = text.strip()
-    if _CJK_RUN.match(text):
-        return _CJK_RUN.match(text).group()[:12]
+    if CJK_RUN.match(text):
+        return CJK_RUN.match(text).group()[:12]
     words = [w.strip("\"'“”‘’.") for w in text.split()[:max_words]]
     return " ".join(w for w in words if w)

@@ -59,6 +59,7 @@ from typing import Mapping
 from schemas.urls import domain_of, url_scheme
 from tasks.config import Settings
 from tasks.providers.base import Hit
+from tasks.text import CJK_CHARS, CJK_RUN, cjk_bigrams
 
 
 @dataclass(frozen=True)
@@ -131,8 +132,7 @@ def clamp(value: float) -> float:
 # -- relevance ------------------------------------------------------------------
 
 # Words in any script; CJK runs separately, since they carry no spaces.
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_TOKEN = re.compile(rf"[{_CJK}]+|(?:(?![{_CJK}])[^\W_])+")
+_TOKEN = re.compile(rf"[{CJK_CHARS}]+|(?:(?![{CJK_CHARS}])[^\W_])+")
 STOPWORDS = frozenset(
     """a about an and are as at be been but by can could did do does for from had has have how i if in
     into is it its me my not of on or our so than that the their them then there these they this to
@@ -148,8 +148,8 @@ def terms(text: str | None) -> set[str]:
         return set()
     found: set[str] = set()
     for token in _TOKEN.findall(unicodedata.normalize("NFKC", text).casefold()):
-        if re.match(rf"[{_CJK}]", token):
-            found.update([token] if len(token) < 2 else (token[i:i + 2] for i in range(len(token) - 1)))
+        if CJK_RUN.match(token):
+            found.update(cjk_bigrams(token))
         elif token not in STOPWORDS:
             found.add(_fold(token))
     return found

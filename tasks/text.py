@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import re
 
-_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+# CJK ideographs, kana and hangul: scripts written without spaces between words.
+CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002fa1f"
+CJK_RUN = re.compile(f"[{CJK_CHARS}]+")
+_CJK = re.compile(f"[{CJK_CHARS}]")
 # CJK text has no spaces: split runs at common function characters so that
 # 大语言模型在医疗诊断中的应用 yields 大语言模型 / 医疗诊断 / 应用.
 _CJK_BREAK = re.compile(r"[的在和与及中对是了等或为把被从]+")
-_TOKEN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+|[A-Za-z0-9][A-Za-z0-9+#._-]*", re.UNICODE)
+_TOKEN = re.compile(f"[{CJK_CHARS}]+|[A-Za-z0-9][A-Za-z0-9+#._-]*")
 STOPWORDS = frozenset(
     """a an and are as at be between by can could did do does for from has have how i if in into is it its
     of on or over should so than that the their them then there these they this to under was what when where
@@ -22,15 +25,10 @@ def is_cjk(text: str) -> bool:
     return bool(_CJK.search(text))
 
 
-def tokens(text: str) -> list[str]:
-    """Lower-cased words; CJK runs become overlapping character bigrams."""
-    out: list[str] = []
-    for match in _TOKEN.findall(text.lower()):
-        if _CJK.match(match):
-            out += [match[i:i + 2] for i in range(max(1, len(match) - 1))]
-        else:
-            out.append(match.strip("._-"))
-    return [t for t in out if t]
+def cjk_bigrams(run: str) -> list[str]:
+    """Overlapping character pairs: the usual index terms for text without spaces."""
+    return [run] if len(run) < 2 else [run[i:i + 2] for i in range(len(run) - 1)]
+
 
 
 def keywords(text: str) -> list[str]:

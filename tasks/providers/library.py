@@ -43,6 +43,7 @@ from tasks.library_index import (
 )
 from tasks.providers.base import Hit, ProviderError, Query
 from tasks.sqlfiles import sql
+from tasks.text import CJK_RUN
 
 SNIPPET_CHARS = 300
 SCORE_BASE = 5.0  # r = 1 (every term once, average length) -> 1 - 1/5 = 0.8
@@ -136,14 +137,13 @@ class LibraryProvider:
 
 # -- snippets -------------------------------------------------------------------
 
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f]")
 
 
 def _term_pattern(key: str) -> re.Pattern:
     """Where a stemmed index term occurs in plain text. Porter stems are
     (nearly) prefixes of their words: 'manag' finds 'manager', 'managing';
     a stem ending in 'i' may come from 'y' ('lazi' <- 'lazy')."""
-    if _CJK.search(key):
+    if CJK_RUN.search(key):
         return re.compile(re.escape(key))
     stem = re.escape(key)
     if key.endswith("i") and len(key) > 2:
