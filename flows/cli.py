@@ -211,7 +211,7 @@ def resolve_budget(timeout, max_target_count, max_fallback_rounds):
 
 
 def check_prerequisites(library: Path | None, names: list[str] | None, max_results: int | None) -> None:
-    from flows.research import research_settings
+    from tasks.config import research_settings
     from tasks.preflight import PreflightError, preflight
     from tasks.providers.registry import enabled_names
     config = research_settings(str(library) if library else None, names, max_results)

@@ -8,6 +8,7 @@ through every stage; the run's budget bounds it (Prefect's flow timeout)."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 import uuid
@@ -25,13 +26,13 @@ from flows.research_tasks import (candidates_task, coarse_filter_task, consolida
 from flows.run_view import RunView
 from schemas.governance import Budget
 from schemas.plan import ResearchPlan
-from tasks.config import Settings
+from tasks.config import research_settings
 from tasks.gates import build_output, filter_sufficiency, output_check, search_completeness, unused_keywords
 from tasks.http import make_client
 from tasks.preflight import preflight
 from tasks.providers.registry import enabled_names, provider_class
 from tasks.quality import aggregate_publishers
-from tasks.runs import RunSummary, finish_run, record_outcome, start_run
+from tasks.runs import finish_run, record_outcome, start_run
 from tasks.search import route
 
 
@@ -66,8 +67,7 @@ def research_flow(question: str, task_id: str | None = None, library: str | None
         with make_client(settings) as client:
             outputs = _run(question, task_id, trace_id, names, target, budget, policy, settings, client, view, counts)
     except BaseException as exc:
-        status = "timed_out" if "timeout" in type(exc).__name__.lower() else "failed"
-        error = f"{type(exc).__name__}: {exc}".splitlines()[0]
+        status, error = run_failure(exc, time.monotonic() - started)
         finish_run(settings, trace_id, status, **counts, elapsed_seconds=time.monotonic() - started,
                    stage_history=view.trace.history, outputs={}, error=error)
         view.fail(status, error)
@@ -76,6 +76,16 @@ def research_flow(question: str, task_id: str | None = None, library: str | None
                stage_history=view.trace.history, outputs=outputs)
     view.finish(outputs)
     return {"trace_id": trace_id, "task_id": task_id, "providers": names, **outputs}
+
+
+def run_failure(exc: BaseException, elapsed: float) -> tuple[str, str]:
+    """The final status and one-line error of a run that raised. Prefect
+    enforces the flow's timeout (the budget) by cancelling the flow body: what
+    reaches us then is a CancelledError with no message, not a TimeoutError."""
+    if isinstance(exc, asyncio.CancelledError):
+        return "timed_out", f"TimeoutError: the run exceeded its time budget after {elapsed:.1f} s"
+    status = "timed_out" if "timeout" in type(exc).__name__.lower() else "failed"
+    return status, f"{type(exc).__name__}: {exc}".splitlines()[0]
 
 
 def _run(question, task_id, trace_id, names, target, budget, policy, settings, client, view, counts) -> dict:
@@ -181,18 +191,3 @@ def run_plan_lines(trace_id, task_id, question, names, target, budget, policy, p
         f"max fallback rounds {budget.max_fallback_rounds}",
         f"policy:   {policy_source} — " + ", ".join(f"{k}={v}" for k, v in policy.to_dict().items()),
     ]
-
-
-def research_settings(library: str | None, providers: list[str] | None, max_results: int | None) -> Settings:
-    overrides = {}
-    if library is not None:
-        overrides["library"] = library
-    if providers:
-        overrides["providers"] = ",".join(providers)
-    if max_results is not None:
-        overrides["max_results"] = max_results
-    return Settings(**overrides)
-
-
-def summary_of(settings: Settings, trace_id: str) -> RunSummary | None:
-    return RunSummary.load(settings, trace_id)

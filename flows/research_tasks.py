@@ -39,9 +39,9 @@ _limits_guard = threading.Lock()
 def provider_slot(name: str, settings: Settings) -> threading.Semaphore:
     """At most settings.provider_concurrency calls in flight per provider
     (fewer when a provider's terms ask for it)."""
+    limit = min(settings.provider_concurrency, getattr(provider_class(name), "max_concurrency", 64))
     with _limits_guard:
-        limit = min(settings.provider_concurrency, getattr(provider_class(name), "max_concurrency", 64))
-        return _limits.setdefault(name, threading.Semaphore(limit))
+        return _limits.setdefault(f"{name}/{limit}", threading.Semaphore(limit))
 
 
 @task(name="load-policy", **BUSY)

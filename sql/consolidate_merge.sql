@@ -6,20 +6,26 @@
 WITH prev AS (
     SELECT * FROM read_parquet(getvariable('prev_file'))
 ),
+query_names AS (
+    -- ids[n] is the query_id whose query_order is n
+    SELECT list(query_id ORDER BY query_order) AS ids
+    FROM (SELECT DISTINCT query_order, query_id FROM new_items)
+),
 seen AS (
-    -- winner: the first item in reading order (query_sort_key, query_id,
-    -- score_final DESC, rank NULLS LAST, item_index), as a struct compared
-    -- field by field; query_id and item_index make it unique.
-    -- query_ids: in (query_sort_key, query_id) order; sort keys hold no NUL,
-    -- so "sort_key NUL query_id" sorts as the pair does.
+    -- winner: the first item in reading order (query_order = (query_sort_key,
+    -- query_id), then score_final DESC, rank NULLS LAST, item_index), as a
+    -- struct compared field by field; query_id and item_index make it unique.
     SELECT source_id, count(*) AS seen_count,
-           list_transform(list_sort(list_distinct(list(query_sort_key || chr(0) || query_id))),
-                          key -> split_part(key, chr(0), 2)) AS query_ids,
+           list_sort(list_distinct(list(query_order))) AS query_orders,
            arg_min({'score_final': score_final, 'file_index': file_index, 'file_row_number': file_row_number},
-                   {'sort_key': query_sort_key, 'query_id': query_id, 'score_desc': -score_final,
+                   {'query_order': query_order, 'score_desc': -score_final,
                     'no_rank': rank IS NULL, 'rank': coalesce(rank, 0), 'item_index': item_index}) AS winner
     FROM new_items WHERE status = 'ok'
     GROUP BY source_id
+),
+seen_named AS (
+    SELECT s.source_id, s.seen_count, list_transform(s.query_orders, n -> q.ids[n]) AS query_ids
+    FROM seen AS s, query_names AS q
 ),
 firsts AS (
     SELECT source_id, winner.score_final, winner.file_index, winner.file_row_number
@@ -37,13 +43,13 @@ merged AS (
     SELECT prev.* REPLACE (
                prev.seen_count + coalesce(seen.seen_count, 0) AS seen_count,
                list_concat(prev.query_ids, coalesce(seen.query_ids, [])) AS query_ids)
-    FROM prev LEFT JOIN seen USING (source_id)
+    FROM prev LEFT JOIN seen_named AS seen USING (source_id)
     UNION ALL BY NAME
     SELECT w.task_id, w.source_id, s.seen_count, s.query_ids, w.query_id, w.query_text,
            w.query_intent, w.provider, w.rank, w.url, w.title, w.snippet, w.content_text,
            w.language, w.published_at, w.captured_at, w.http_status, w.score_relevance,
            w.score_freshness, w.score_authority, w.score_final
-    FROM winners w JOIN seen s USING (source_id)
+    FROM winners w JOIN seen_named s USING (source_id)
 )
 SELECT m.task_id, m.source_id, r.final_rank, m.seen_count, m.query_ids, m.query_id, m.query_text,
        m.query_intent, m.provider, m.rank, m.url, m.title, m.snippet, m.content_text, m.language,

@@ -23,6 +23,7 @@ from tasks.config import Settings
 from tasks.lake import STAGING, Lake, LakeWrite, publish
 from tasks.sqlfiles import sql, sql_group
 
+_HELD_HERE: set[str] = set()  # catalogs a thread of this process holds
 TEMPLATES = {"results": rows.RESULTS, "consolidated": rows.CONSOLIDATED}
 
 
@@ -106,7 +107,7 @@ def _acquire(lock: FileLock, holder_file: Path, timeout: float) -> None:
     except Timeout:
         pass
     holder = _read_holder(holder_file)
-    if f"pid {os.getpid()} " not in holder:  # threads of one run wait on each other silently
+    if str(holder_file) not in _HELD_HERE:  # threads of one run wait on each other silently
         print(f"waiting for the catalog, held by {holder}", file=sys.stderr)
     try:
         lock.acquire(timeout=max(0.0, timeout - 0.2))
@@ -133,6 +134,7 @@ def open_catalog(settings: Settings, purpose: str = "command", *, read_only: boo
     holder_file = path.with_name(path.name + ".holder")
     lock = FileLock(str(path) + ".lock")
     _acquire(lock, holder_file, settings.lock_timeout)
+    _HELD_HERE.add(str(holder_file))
     try:
         holder_file.write_text(json.dumps({"pid": os.getpid(), "purpose": purpose, "since": time.time()}))
         lake = Lake(settings.lake_root)
@@ -149,6 +151,7 @@ def open_catalog(settings: Settings, purpose: str = "command", *, read_only: boo
             catalog.refresh_views()
             yield catalog
     finally:
+        _HELD_HERE.discard(str(holder_file))
         lock.release()
 
 

@@ -79,3 +79,16 @@ class Settings(BaseSettings):
 
 def secret_value(secret: SecretStr | None) -> str | None:
     return secret.get_secret_value() if secret else None
+
+
+def research_settings(library: str | None = None, providers: list[str] | None = None,
+                      max_results: int | None = None) -> Settings:
+    """Settings with a research command's options laid over the environment."""
+    overrides: dict = {}
+    if library is not None:
+        overrides["library"] = library
+    if providers:
+        overrides["providers"] = ",".join(providers)
+    if max_results is not None:
+        overrides["max_results"] = max_results
+    return Settings(**overrides)

@@ -35,7 +35,8 @@ def route(plan: ResearchPlan, providers: dict[str, Provider]) -> list[SearchCall
     for index, planned in enumerate(plan.queries, start=1):
         serving = [name for name, p in providers.items() if planned.intent in p.intents]
         for name in serving or list(providers):
-            key = (name, " ".join(planned.text.lower().split()))
+            intent = planned.intent if getattr(providers[name], "uses_intent", False) else ""
+            key = (name, intent, " ".join(planned.text.lower().split()))
             if key in asked:
                 continue
             asked.add(key)

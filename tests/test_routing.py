@@ -121,3 +121,11 @@ def test_query_ids_stay_the_same_when_the_plan_is_routed_again():
 def test_an_empty_plan_routes_nothing_and_no_provider_routes_nothing():
     assert route(plan_of(), providers("library")) == []
     assert route(EVERY_INTENT, {}) == []
+
+
+def test_a_repeated_text_is_asked_once_unless_the_provider_reads_the_intent():
+    plan = plan_of(("web", "solar record"), ("news", "solar record"), ("library", "Solar  record"))
+    calls = route(plan, providers("library", "tavily"))
+    asked = sorted((c.provider, c.query.intent) for c in calls)
+    # the library ignores intents: one search; tavily asks news differently from web: two
+    assert asked == [("library", "web"), ("tavily", "news"), ("tavily", "web")]
