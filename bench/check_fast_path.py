@@ -1,4 +1,4 @@
-"""Check that landing's fast path (schemas.bundle.FAST_BUNDLE) gives exactly
+"""Check that the validation fast path (schemas.bundle.FAST_BUNDLE) gives exactly
 what the full SearchResultBundle validation gives: same verdict, same catalog
 header, same results rows. Runs over synthetic bundles and a list of edge
 cases; exits non-zero on the first difference.
@@ -19,8 +19,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.generate import bundles  # noqa: E402
-from tasks import landing  # noqa: E402
-from tasks.landing import BundleHeader, Candidate, Refusal, Submission  # noqa: E402
+from tasks import landing, validation  # noqa: E402
+from tasks.validation import BundleHeader, Candidate, Refusal, Submission  # noqa: E402
 
 BASE_ITEM = {"url": "https://a.example/x", "title": "t", "captured_at": "2026-03-01T12:00:00Z",
              "score_final": 0.5, "status": "ok"}
@@ -140,8 +140,8 @@ def outcome_of(fn, sub: Submission, default_task: str | None):
 
 def compare(sub: Submission, default_task: str | None) -> bool:
     """True when the fast path took it; raises AssertionError on a difference."""
-    fast = landing._fast_candidate(sub, default_task)
-    full = outcome_of(landing.validate, sub, default_task)
+    fast = validation._fast_candidate(sub, default_task)
+    full = outcome_of(validation.validate, sub, default_task)
     if fast is None:
         return False
     where = f"{sub.source} (task default {default_task!r})"
@@ -155,7 +155,7 @@ def compare(sub: Submission, default_task: str | None) -> bool:
     got = landing.results_table([fast])
     assert got.schema == expected.schema, where
     assert got.equals(expected), f"{where}: rows differ\n{got.to_pylist()}\n{expected.to_pylist()}"
-    assert landing.prepare(sub, default_task).header == fast.header, where
+    assert validation.prepare(sub, default_task).header == fast.header, where
     return True
 
 
@@ -171,8 +171,8 @@ def main(argv: list[str] | None = None) -> int:
         for default_task in (None, "default-task"):
             fast += compare(sub, default_task)
             # prepare() as a whole: the same verdict as validate()
-            full = outcome_of(landing.validate, sub, default_task)
-            got = outcome_of(landing.prepare, sub, default_task)
+            full = outcome_of(validation.validate, sub, default_task)
+            got = outcome_of(validation.prepare, sub, default_task)
             if isinstance(full, Refusal):
                 assert got == full, f"{sub.source}: {got!r} != {full!r}"
             else:

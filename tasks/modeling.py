@@ -32,9 +32,9 @@ from schemas.report import (
     Scenario,
     SynthesisResult,
 )
+from tasks.labels import labels
 from tasks.llm import FORMAT_INSTRUCTIONS, LLMConfig, LLMError, chat, parse_json_answer
 from tasks.passages import clip, jaccard, tokens
-from tasks.synthesis import labels
 
 CITABILITY_CONFIDENCE = {"high": 0.8, "medium": 0.6, "low": 0.3, "none": 0.1}
 _DESCRIBE = {

@@ -5,7 +5,7 @@ everything missing in one line."""
 from __future__ import annotations
 
 from tasks.config import Settings
-from tasks.library_index import corpus_for
+from tasks.documents import corpus_for
 from tasks.providers.registry import provider_class
 from tasks.scoring import scoring_config
 

@@ -8,7 +8,7 @@ import json
 import httpx
 
 from tasks.llm import LLMConfig
-from tasks.synthesis import Source
+from tasks.synthesis_base import Source
 
 PACKAGING = [
     ("https://packaging.python.org/guide", "Writing your pyproject.toml",

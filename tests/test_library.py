@@ -13,7 +13,8 @@ import pytest
 from schemas.urls import check_lake_url
 from tasks.catalog import open_catalog
 from tasks.config import Settings
-from tasks.library_index import PASSAGE_CHARS, PYDOC_PAGES, extract, index_form, index_library, passages
+from tasks.documents import PASSAGE_CHARS, PYDOC_PAGES, extract, passages
+from tasks.library_index import index_form, index_library
 from tasks.providers.base import Query
 from tasks.providers.library import LibraryProvider, best_window, calibrated_score
 
@@ -293,7 +294,7 @@ def test_pdf_needs_pypdf_or_is_indexed(tmp_path):
 
 
 def test_undecodable_and_empty_files_are_skips():
-    from tasks.library_index import SkipFile
+    from tasks.documents import SkipFile
 
     with pytest.raises(SkipFile, match="binary"):
         extract("text", b"abc\x00def", "x.txt")

@@ -7,8 +7,8 @@ import json
 
 from report_helpers import CONFIG, PLAN, answer, make_sources, mock_llm
 
+from tasks.extractive import extractive_synthesis
 from tasks.modeling import NO_SCENARIOS, build_blueprint, extractive_blueprint
-from tasks.synthesis import extractive_synthesis
 
 SURVEYS = [
     ("https://a.example.com/build", "A", "The build backend reads the [build-system] table. "

@@ -16,8 +16,10 @@ from report_helpers import PLAN, make_sources
 from selectolax.lexbor import LexborHTMLParser
 
 from tasks.modeling import build_blueprint
-from tasks.reports import build_report, render_html
-from tasks.synthesis import Source, synthesize
+from tasks.report_html import render_html
+from tasks.reports import build_report
+from tasks.synthesis import synthesize
+from tasks.synthesis_base import Source
 
 CHROMIUM = Path("/usr/bin/chromium")
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(),

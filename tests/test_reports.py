@@ -11,19 +11,20 @@ from report_helpers import PACKAGING, PLAN, make_sources
 
 from tasks.catalog import open_catalog
 from tasks.consolidation import UnknownTask, consolidate
+from tasks.extractive import extractive_synthesis
 from tasks.landing import land_files
 from tasks.lake import STAGING
 from tasks.modeling import build_blueprint
+from tasks.report_html import render_html
 from tasks.reports import (
     ReportNotFound,
     build_report,
     load_report,
     publish_report,
-    render_html,
     render_json,
     report_task,
 )
-from tasks.synthesis import extractive_synthesis, synthesize
+from tasks.synthesis import synthesize
 
 HOSTILE = "<script>document.title='pwned'</script> [x](javascript:alert(1))"
 

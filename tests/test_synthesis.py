@@ -14,18 +14,13 @@ from report_helpers import CONFIG, PACKAGING, PLAN, answer, make_sources, mock_l
 from schemas.report import Citation, Insight, SynthesisResult
 from tasks.catalog import open_catalog
 from tasks.consolidation import consolidate
+from tasks.extractive import extractive_synthesis
 from tasks.landing import land_files
 from tasks.llm import LLMError
 from tasks.passages import figures, quote_occurs, sentences, tokens
-from tasks.synthesis import (
-    extractive_synthesis,
-    finish,
-    llm_synthesis,
-    load_sources,
-    resolve_source,
-    synthesize,
-    synthesize_task,
-)
+from tasks.synthesis import load_sources, synthesize, synthesize_task
+from tasks.synthesis_base import finish
+from tasks.synthesis_llm import llm_synthesis, resolve_source
 
 
 # -- text tools ------------------------------------------------------------------

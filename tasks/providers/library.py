@@ -32,10 +32,10 @@ from typing import ClassVar
 import duckdb
 
 from tasks.config import Settings
+from tasks.documents import corpus_for
 from tasks.library_index import (
     INDEX_LOCK,
     LibraryUnavailable,
-    corpus_for,
     corpus_state,
     index_form,
     index_library,
