@@ -24,7 +24,7 @@ from flows.research_tasks import (candidates_task, coarse_filter_task, consolida
                                   hard_filter_task, index_library_task, landed_task, plan_task, policy_task,
                                   quality_filter_task, report_research_task, search_task)
 from flows.run_view import RunView
-from schemas.governance import Budget
+from schemas.governance import Budget, BudgetError
 from schemas.plan import ResearchPlan
 from tasks.config import research_settings
 from tasks.gates import build_output, filter_sufficiency, output_check, search_completeness, unused_keywords
@@ -46,7 +46,16 @@ def new_task_id(question: str) -> str:
     return f"r{stamp}-{words or 'q'}-{uuid.uuid4().hex[:4]}"
 
 
-@flow(name="searchlake-research", task_runner=ThreadPoolTaskRunner(max_workers=16), timeout_seconds=1800)
+def budget_timeout() -> int:
+    """The flow's timeout from PIPELINE_TIMEOUT, for deployments (the CLI sets
+    it per run); a bad value is reported when the run resolves its budget."""
+    try:
+        return Budget.resolve().timeout_seconds
+    except BudgetError:
+        return Budget().timeout_seconds
+
+
+@flow(name="searchlake-research", task_runner=ThreadPoolTaskRunner(max_workers=16), timeout_seconds=budget_timeout())
 def research_flow(question: str, task_id: str | None = None, library: str | None = None,
                   providers: list[str] | None = None, max_results: int | None = None,
                   target: int | None = None, demand_id: str = "default", budget: dict | None = None) -> dict:

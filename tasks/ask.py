@@ -4,7 +4,9 @@ annotations, so no separate search round and summary round are needed.
 
     ask(catalog, question, options, settings) -> AskResult
 
-What one call leaves behind:
+The request, its retry and the reading of the completion are in
+tasks.openrouter; the plan and the errors in tasks.ask_plan. What one call
+leaves behind, all written here:
 - `ask_messages`: one row per call, also a failed or over-budget one (request
   count, engine, context size, max_results, citation count, cost, reason);
 - `citations`: one row per annotation, linked by message_id;
@@ -14,21 +16,16 @@ What one call leaves behind:
   answer as a SearchResultBundle (provider "openrouter", intent "web", one item
   per cited page) landed like any search, so consolidation reads it too.
 
-Failure policy: a failed request is retried once (after Retry-After, capped),
-then the call fails with one clear line. 401/402/403 are not retried: a bad
-key, missing credit or a moderation block will not change a second later.
 Cost policy: an answer that cost more than the cap is recorded (it was paid
 for) but not landed, and the call fails, so a run stops at its budget.
-The API key is only ever put in the Authorization header; everything stored
-or logged is scrubbed of it as a second line of defence.
+Everything stored or logged is scrubbed of the API key as a second line of
+defence.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import secrets
-import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -37,276 +34,21 @@ import httpx
 
 from schemas.ask import AskOptions, AskResult, Citation
 from schemas.bundle import SearchResultBundle, SearchResultItem
-from schemas.urls import UnsafeURL, WEB_SCHEMES, check_lake_url, domain_of, source_id_for, url_scheme
+from schemas.urls import UnsafeURL, WEB_SCHEMES, check_lake_url, source_id_for, url_scheme
+from tasks.ask_plan import AskBudgetExceeded, AskError, AskPlan, plan_ask
 from tasks.catalog import Catalog
 from tasks.config import Settings, secret_value
-from tasks.http import redact, retry_after_seconds, user_agent
+from tasks.http import redact
 from tasks.lake import Lake, LakeWrite
 from tasks.landing import land_bundles
+from tasks.openrouter import Exchange, Usage, choice_message, exchange, parse_citations, parse_usage, request_body
 
 log = logging.getLogger(__name__)
 
 PROVIDER = "openrouter"
 ASK_STEP = "search_summary"
 ASK_STEPS = [(ASK_STEP, 1.0, "搜索+摘要 search + summary")]  # spec 004 FR-016: one step, not two
-NO_RETRY_STATUSES = frozenset({401, 402, 403})
-DEFAULT_RETRY_WAIT = 1.0  # seconds, when a retryable failure names no Retry-After
 RESPONSE_FILE = "openrouter_response.json"
-APP_TITLE = "searchlake"
-
-
-class AskError(Exception):
-    """The ask failed; the message is one line fit for the user."""
-
-    def __init__(self, message: str, *, message_id: str | None = None, status: str = "failed"):
-        super().__init__(message)
-        self.message_id = message_id
-        self.status = status
-
-
-class AskBudgetExceeded(AskError):
-    """The answer cost more than the cap."""
-
-
-# -- the plan of one call -------------------------------------------------------
-
-@dataclass(frozen=True)
-class AskPlan:
-    question: str
-    model: str
-    engine: str
-    search_mode: str
-    search_context_size: str
-    max_results: int
-    max_cost: float | None
-    timeout: float
-    task_id: str
-    message_id: str
-    query_id: str
-    created_at: datetime
-
-
-def plan_ask(question: str, options: AskOptions, settings: Settings, now: datetime | None = None) -> AskPlan:
-    """Settings give the defaults, options override them per call."""
-    question = question.strip()
-    if not question:
-        raise AskError("the question is empty")
-    now = now or datetime.now(timezone.utc)
-    message_id = secrets.token_hex(16)
-    stamp = now.strftime("%Y%m%d-%H%M%S")
-    return AskPlan(
-        question=question,
-        model=options.model or settings.ask_model,
-        engine=options.engine,
-        search_mode=options.search_mode or settings.ask_web_search,
-        search_context_size=options.search_context_size or settings.ask_search_context_size,
-        max_results=settings.ask_max_results if options.max_results is None else options.max_results,
-        max_cost=options.max_cost if options.max_cost is not None else settings.ask_max_cost,
-        timeout=options.timeout or settings.ask_timeout,
-        task_id=options.task_id or f"ask-{stamp}-{message_id[:4]}",
-        # unique within a task, and in time order when one task holds many asks
-        query_id=f"ask-{now.strftime('%Y%m%d%H%M%S%f')}-{message_id[:6]}",
-        message_id=message_id,
-        created_at=now,
-    )
-
-
-def request_body(plan: AskPlan) -> dict[str, Any]:
-    """The chat-completions body: the question plus web search, in either the
-    plugin form or the server-tool form."""
-    body: dict[str, Any] = {"model": plan.model, "messages": [{"role": "user", "content": plan.question}]}
-    engine = {} if plan.engine == "auto" else {"engine": plan.engine}  # left out = auto
-    if plan.search_mode == "plugin":
-        body["plugins"] = [{"id": "web", "max_results": plan.max_results, **engine}]
-        body["web_search_options"] = {"search_context_size": plan.search_context_size}
-    elif plan.max_results > 0:
-        # The server tool takes max_results 1-25; 0 results means no web search at all.
-        body["tools"] = [{"type": "openrouter:web_search", "parameters": {
-            **engine, "max_results": plan.max_results, "search_context_size": plan.search_context_size}}]
-    return body
-
-
-# -- the exchange: one request, and at most one retry ------------------------------
-
-@dataclass
-class Attempt:
-    http_status: int | None = None
-    error: str | None = None
-    retry_after: float | None = None
-    duration_ms: int = 0
-
-
-@dataclass
-class Exchange:
-    doc: dict | None = None
-    attempts: list[Attempt] = field(default_factory=list)
-    duration_ms: int = 0
-
-    @property
-    def failure(self) -> str | None:
-        return None if self.doc is not None else self.attempts[-1].error
-
-    @property
-    def http_status(self) -> int | None:
-        return self.attempts[-1].http_status if self.attempts else None
-
-
-def _sleep(seconds: float) -> None:
-    # Looked up at call time so tests can replace it and not wait.
-    time.sleep(seconds)
-
-
-def exchange(client: httpx.Client, url: str, body: dict, key: str, plan: AskPlan,
-             retry_after_max: float) -> Exchange:
-    headers = {"Authorization": f"Bearer {key}", "User-Agent": user_agent(),
-               "X-Title": APP_TITLE, "X-OpenRouter-Title": APP_TITLE}
-    result = Exchange()
-    started = time.monotonic()
-    for number in (1, 2):
-        attempt, doc, retryable = _send_once(client, url, body, headers, plan.timeout, key)
-        result.attempts.append(attempt)
-        if doc is not None:
-            result.doc = doc
-            break
-        if number == 2 or not retryable:
-            break
-        wait = min(retry_after_max, DEFAULT_RETRY_WAIT if attempt.retry_after is None else attempt.retry_after)
-        log.warning("ask %s: %s; retrying once in %.1fs", plan.message_id, attempt.error, wait)
-        _sleep(wait)
-    result.duration_ms = int((time.monotonic() - started) * 1000)
-    return result
-
-
-def _send_once(client: httpx.Client, url: str, body: dict, headers: dict, timeout: float,
-               key: str) -> tuple[Attempt, dict | None, bool]:
-    """One POST: (what happened, the completion or None, worth a retry)."""
-    started = time.monotonic()
-    attempt = Attempt()
-    try:
-        response = client.post(url, json=body, headers=headers, timeout=timeout)
-    except httpx.TimeoutException:
-        attempt.error = f"no answer within {timeout:g} s (timeout)"
-        return _timed(attempt, started), None, True
-    except httpx.HTTPError as exc:
-        # The exception text is left out: it may quote the request.
-        attempt.error = f"network error: {type(exc).__name__}"
-        return _timed(attempt, started), None, True
-    _timed(attempt, started)
-    attempt.http_status = response.status_code
-    if response.status_code >= 400:
-        attempt.error = redact(f"HTTP {response.status_code}: {_error_detail(response)}", [key])
-        attempt.retry_after = retry_after_seconds(response.headers.get("Retry-After"))
-        return attempt, None, response.status_code not in NO_RETRY_STATUSES
-    doc, problem = _completion(response)
-    if problem:
-        attempt.error = redact(problem, [key])
-        return attempt, None, True
-    return attempt, doc, False
-
-
-def _timed(attempt: Attempt, started: float) -> Attempt:
-    attempt.duration_ms = int((time.monotonic() - started) * 1000)
-    return attempt
-
-
-def _error_detail(response: httpx.Response) -> str:
-    """OpenRouter's `{"error": {"code", "message", "metadata": {"error_type"}}}`
-    as one short line; the reason phrase when the body says nothing."""
-    try:
-        error = response.json().get("error")
-    except (ValueError, AttributeError):
-        error = None
-    if not isinstance(error, dict):
-        return response.reason_phrase or "error"
-    message = " ".join(str(error.get("message") or response.reason_phrase).split())[:200]
-    kind = (error.get("metadata") or {}).get("error_type") if isinstance(error.get("metadata"), dict) else None
-    return f"{kind}: {message}" if kind else message
-
-
-def _completion(response: httpx.Response) -> tuple[dict | None, str | None]:
-    """The completion document, or why it cannot be used."""
-    try:
-        doc = response.json()
-    except ValueError:
-        return None, "bad response: body is not JSON"
-    if not isinstance(doc, dict):
-        return None, "bad response: not a chat completion"
-    if doc.get("error"):  # an error raised after generation began comes with HTTP 200
-        error = doc["error"]
-        message = error.get("message") if isinstance(error, dict) else error
-        return None, f"error in response: {' '.join(str(message).split())[:200]}"
-    message = _message(doc)
-    if message is None:
-        return None, "bad response: not a chat completion"
-    if not (message.get("content") or "").strip():
-        return None, "bad response: the answer is empty"
-    return doc, None
-
-
-def _message(doc: dict) -> dict | None:
-    try:
-        message = doc["choices"][0]["message"]
-    except (KeyError, IndexError, TypeError):
-        return None
-    return message if isinstance(message, dict) else None
-
-
-# -- reading the answer ------------------------------------------------------------
-
-def parse_citations(doc: dict, message_id: str, fetched_at: datetime) -> list[Citation]:
-    """`url_citation` annotations, in order. Tolerates both the nested
-    OpenAI shape and a flat one, and skips annotations without a URL."""
-    annotations = (_message(doc) or {}).get("annotations") or []
-    found: list[Citation] = []
-    for note in annotations if isinstance(annotations, list) else []:
-        if not isinstance(note, dict) or note.get("type", "url_citation") != "url_citation":
-            continue
-        data = note.get("url_citation") if isinstance(note.get("url_citation"), dict) else note
-        url = data.get("url")
-        if not isinstance(url, str) or not url.strip():
-            continue
-        found.append(Citation(
-            citation_id=f"{message_id}-{len(found)}", position=len(found), url=url.strip(),
-            title=str(data.get("title") or ""), content=_text_or_none(data.get("content")),
-            start_index=_int_or_none(data.get("start_index")), end_index=_int_or_none(data.get("end_index")),
-            domain=_domain(url), fetched_at=fetched_at,
-        ))
-    return found
-
-
-def _domain(url: str) -> str:
-    try:
-        return domain_of(url)
-    except ValueError:  # e.g. a malformed IPv6 literal
-        return ""
-
-
-def _int_or_none(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _text_or_none(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
-@dataclass(frozen=True)
-class Usage:
-    cost: float | None = None
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    web_search_requests: int | None = None
-
-
-def parse_usage(doc: dict) -> Usage:
-    usage = doc.get("usage") if isinstance(doc.get("usage"), dict) else {}
-    tool_use = usage.get("server_tool_use") if isinstance(usage.get("server_tool_use"), dict) else {}
-    try:
-        cost = float(usage["cost"]) if usage.get("cost") is not None else None
-    except (TypeError, ValueError):
-        cost = None
-    return Usage(cost=cost, prompt_tokens=_int_or_none(usage.get("prompt_tokens")) or 0,
-                 completion_tokens=_int_or_none(usage.get("completion_tokens")) or 0,
-                 web_search_requests=_int_or_none(tool_use.get("web_search_requests")))
 
 
 # -- the bundle ------------------------------------------------------------------
@@ -448,7 +190,7 @@ def _ask(catalog: Catalog, plan: AskPlan, settings: Settings, client: httpx.Clie
                        f"(recorded as message {plan.message_id})", message_id=plan.message_id)
 
     fetched_at = datetime.now(timezone.utc)
-    outcome = Outcome("ok", answer=_message(ex.doc)["content"],
+    outcome = Outcome("ok", answer=choice_message(ex.doc)["content"],
                       citations=parse_citations(ex.doc, plan.message_id, fetched_at), usage=parse_usage(ex.doc))
     if plan.max_cost is not None and outcome.usage.cost is not None and outcome.usage.cost > plan.max_cost:
         outcome.status = "over_budget"

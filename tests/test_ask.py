@@ -21,7 +21,7 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
-import tasks.ask as ask_module
+import tasks.openrouter as openrouter_module
 from schemas.ask import AskOptions
 from tasks.ask import ASK_STEP, ASK_STEPS, AskBudgetExceeded, AskError, ask
 from tasks.catalog import open_catalog
@@ -107,7 +107,7 @@ def ask_settings(settings, monkeypatch) -> Settings:
 def waits(monkeypatch) -> list[float]:
     """Retry waits, recorded instead of slept."""
     slept: list[float] = []
-    monkeypatch.setattr(ask_module, "_sleep", slept.append)
+    monkeypatch.setattr(openrouter_module, "_sleep", slept.append)
     return slept
 
 
