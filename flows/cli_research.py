@@ -155,11 +155,12 @@ def report(
     from tasks.catalog import open_catalog
     from tasks.llm import LLMConfig
     from tasks.reports import load_report, report_task
-    from tasks.research_store import stored_plan
+    from tasks.research_store import selected_source_ids, stored_plan
     config = settings()
     if rebuild:
         with open_catalog(config, "report") as catalog:
-            report_task(catalog, task_id, stored_plan(catalog, task_id), llm=LLMConfig.from_settings(config))
+            report_task(catalog, task_id, stored_plan(catalog, task_id), llm=LLMConfig.from_settings(config),
+                        source_ids=selected_source_ids(catalog, task_id))
     with open_catalog(config, "report", read_only=True) as catalog:
         text = load_report(catalog, task_id, fmt.value)
     if output is None:

@@ -45,3 +45,10 @@ def log_skipped_files(catalog: Catalog, task_id: str, skipped) -> None:
     for skip in skipped:
         catalog.run("error_log_add", [task_id, "library", Path(skip.path).as_uri() if skip.path.startswith("/") else skip.path,
                                       "unreadable", "library_index", skip.reason])
+
+
+def selected_source_ids(catalog: Catalog, task_id: str) -> list[str] | None:
+    """What the task's latest complete run selected; None when no run
+    selected anything (then a report covers the consolidated sources)."""
+    ids = [row[0] for row in catalog.rows("selection_latest", [task_id])]
+    return ids or None

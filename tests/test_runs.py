@@ -168,3 +168,18 @@ def test_summary_lines_and_load(settings, trace_id):
     assert RunSummary.load(settings, "no-such-trace") is None
     ok = RunSummary(trace_id, TASK, "complete", outputs={"report": "reports/x/report.md"})
     assert ok.exit_code == 0 and "  report: reports/x/report.md" in ok.lines()
+
+
+def test_a_report_rebuild_covers_the_latest_complete_runs_selection(settings):
+    from tasks.research_store import selected_source_ids
+    first, failed = new_trace_id(), new_trace_id()
+    with open_catalog(settings) as catalog:
+        assert selected_source_ids(catalog, TASK) is None  # no run: every consolidated source
+    start_run(settings, first, TASK, "Why?", None, "default", Budget())
+    record_outcome(settings, first, TASK, selected()[:2], [], [])
+    finish_run(settings, first, "complete")
+    start_run(settings, failed, TASK, "Why?", None, "default", Budget())
+    record_outcome(settings, failed, TASK, selected(), [], [])
+    finish_run(settings, failed, "failed")
+    with open_catalog(settings) as catalog:
+        assert selected_source_ids(catalog, TASK) == ["s1", "s2"]
