@@ -30,6 +30,3 @@ class ResearchPlan(BaseModel):
     queries: list[PlannedQuery]
     planner: Literal["llm", "keywords"]
     fallback_reason: str | None = None
-
-    def queries_for(self, intent: str) -> list[PlannedQuery]:
-        return [q for q in self.queries if q.intent == intent]

@@ -228,3 +228,12 @@ def test_an_unknown_task_is_an_error(lake, inbox, new_bundle, new_item):
     land(lake, inbox, new_bundle("q1", [new_item("https://a.example/")]))
     with pytest.raises(UnknownTask, match="'nope'"):
         lake.consolidate("nope")
+
+
+def test_the_cursor_row_is_a_search_read_cursor(lake, inbox, new_bundle, new_item):
+    from schemas.bundle import SearchReadCursor
+    land(lake, inbox, new_bundle("q1", [new_item("https://a.example/", 0.9, source_id="a")]))
+    lake.consolidate()
+    cursor = SearchReadCursor.model_validate(lake.cursor())
+    assert (cursor.task_id, cursor.last_query_id, cursor.last_source_id, cursor.consumed_count) == ("t1", "q1", "a", 1)
+    assert cursor.updated_at.utcoffset().total_seconds() == 0
