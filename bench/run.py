@@ -4,8 +4,8 @@
 
 For each size: generate the bundle files (bench/generate.py) into a temp
 dir, then, each in its own child process with a fresh SEARCHLAKE_HOME:
-  ingest         tasks.landing.land_files under tasks.catalog.open_catalog
-  consolidate    tasks.consolidation.consolidate (first run: reads everything)
+  ingest         tasks.lake.landing.land_files under tasks.lake.catalog.open_catalog
+  consolidate    tasks.lake.consolidation.consolidate (first run: reads everything)
   reconsolidate  the same with nothing new landed
   baseline       a bare duckdb.connect() query doing the same dedup + rank over
                  the landed results Parquet files, written with COPY ... TO
@@ -94,9 +94,9 @@ def results_files(home: Path) -> list[str]:
 
 
 def step_ingest(home: Path, bundles: Path) -> dict:
-    from tasks.catalog import open_catalog
-    from tasks.config import Settings
-    from tasks.landing import land_files
+    from tasks.lake.catalog import open_catalog
+    from tasks.common.settings import Settings
+    from tasks.lake.landing import land_files
 
     t0 = time.perf_counter()
     with open_catalog(Settings(), "bench ingest") as catalog:
@@ -110,9 +110,9 @@ def step_ingest(home: Path, bundles: Path) -> dict:
 
 
 def step_consolidate(home: Path, bundles: Path) -> dict:
-    from tasks.catalog import open_catalog
-    from tasks.config import Settings
-    from tasks.consolidation import consolidate
+    from tasks.lake.catalog import open_catalog
+    from tasks.common.settings import Settings
+    from tasks.lake.consolidation import consolidate
 
     t0 = time.perf_counter()
     with open_catalog(Settings(), "bench consolidate") as catalog:

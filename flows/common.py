@@ -10,5 +10,5 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
 def retry_when_busy(task, task_run, state) -> bool:
     """Retry a task only when waiting can help: the catalog was busy."""
-    from tasks.catalog import CatalogBusy
+    from tasks.lake.catalog import CatalogBusy
     return isinstance(state.data, CatalogBusy)

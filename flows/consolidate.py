@@ -7,9 +7,9 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from flows.common import retry_when_busy
-from tasks.catalog import open_catalog
-from tasks.config import Settings
-from tasks.consolidation import consolidate
+from tasks.lake.catalog import open_catalog
+from tasks.common.settings import Settings
+from tasks.lake.consolidation import consolidate
 
 
 @task(name="consolidate-task", retries=3, retry_delay_seconds=[5, 15, 45],

@@ -9,9 +9,9 @@ from prefect.cache_policies import NO_CACHE
 
 from flows.common import retry_when_busy
 from flows.consolidate import consolidate_task
-from tasks.catalog import open_catalog
-from tasks.config import Settings
-from tasks.landing import land_files
+from tasks.lake.catalog import open_catalog
+from tasks.common.settings import Settings
+from tasks.lake.landing import land_files
 
 
 @task(name="land-bundle-files", retries=3, retry_delay_seconds=[5, 15, 45],

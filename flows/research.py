@@ -26,14 +26,14 @@ from flows.research_tasks import (candidates_task, coarse_filter_task, consolida
 from flows.run_view import RunView
 from schemas.governance import Budget, BudgetError
 from schemas.plan import ResearchPlan
-from tasks.config import research_settings
-from tasks.gates import build_output, filter_sufficiency, output_check, search_completeness, unused_keywords
-from tasks.http import make_client
-from tasks.preflight import preflight
-from tasks.providers.registry import enabled_names, provider_class
-from tasks.quality import aggregate_publishers
-from tasks.runs import finish_run, record_outcome, start_run
-from tasks.search import route
+from tasks.common.settings import research_settings
+from tasks.governance.gates import build_output, filter_sufficiency, output_check, search_completeness, unused_keywords
+from tasks.common.http import make_client
+from tasks.governance.preflight import preflight
+from tasks.retrieval.providers.registry import enabled_names, provider_class
+from tasks.governance.filters import aggregate_publishers
+from tasks.governance.runs import finish_run, record_outcome, start_run
+from tasks.retrieval.search import route
 
 
 class GateAbort(RuntimeError):

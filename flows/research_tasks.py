@@ -13,22 +13,22 @@ from prefect.cache_policies import NO_CACHE
 from flows.common import retry_when_busy
 from schemas.governance import Policy
 from schemas.plan import PlannedQuery, ResearchPlan
-from tasks.catalog import open_catalog
-from tasks.config import Settings
-from tasks.consolidation import ConsolidationReport, consolidate
-from tasks.landing import land_bundles
-from tasks.library_index import index_library
-from tasks.llm import LLMConfig
-from tasks.planning import PlanOutcome, plan_question
-from tasks.policy import load_policy
-from tasks.providers.library import LibraryProvider
-from tasks.providers.registry import build_provider, provider_class
-from tasks.quality import (StageOutput, coarse_filter, hard_filter, load_candidates, page_fetcher,
+from tasks.lake.catalog import open_catalog
+from tasks.common.settings import Settings
+from tasks.lake.consolidation import ConsolidationReport, consolidate
+from tasks.lake.landing import land_bundles
+from tasks.retrieval.providers.library.index import index_library
+from tasks.common.llm import LLMConfig
+from tasks.retrieval.planning import PlanOutcome, plan_question
+from tasks.governance.policy import load_policy
+from tasks.retrieval.providers.library.provider import LibraryProvider
+from tasks.retrieval.providers.registry import build_provider, provider_class
+from tasks.governance.filters import (StageOutput, coarse_filter, hard_filter, load_candidates, page_fetcher,
                            quality_filter)
-from tasks.reports import report_task
-from tasks.research_store import (QuestionMismatch, landed_query_ids, log_skipped_files, store_plan,
+from tasks.reporting.report import report_task
+from tasks.retrieval.plan_store import (QuestionMismatch, landed_query_ids, log_skipped_files, store_plan,
                                   stored_plan)
-from tasks.search import SearchCall, search_bundle
+from tasks.retrieval.search import SearchCall, search_bundle
 
 BUSY = {"cache_policy": NO_CACHE, "retries": 2, "retry_delay_seconds": 5, "retry_condition_fn": retry_when_busy}
 

@@ -9,9 +9,9 @@ from typing import Iterator
 
 from flows import observer
 from schemas.governance import GateResult
-from tasks.config import Settings
-from tasks.events import EventLog, ProgressTracker
-from tasks.runs import TraceLog
+from tasks.common.settings import Settings
+from tasks.progress.events import EventLog, ProgressTracker
+from tasks.governance.runs import TraceLog
 
 # (stepType, weight, label) of the progress bar a UI follows
 STEPS = [("plan", 0.05, "planning queries"), ("index", 0.05, "indexing the library"),

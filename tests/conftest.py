@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from tasks.catalog import open_catalog
-from tasks.config import Settings
-from tasks.consolidation import consolidate
-from tasks.landing import land_files
+from tasks.lake.catalog import open_catalog
+from tasks.common.settings import Settings
+from tasks.lake.consolidation import consolidate
+from tasks.lake.landing import land_files
 
 CAPTURED = "2026-03-01T12:00:00Z"
 

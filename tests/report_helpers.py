@@ -7,8 +7,8 @@ import json
 
 import httpx
 
-from tasks.llm import LLMConfig
-from tasks.synthesis_base import Source
+from tasks.common.llm import LLMConfig
+from tasks.synthesis.base import Source
 
 PACKAGING = [
     ("https://packaging.python.org/guide", "Writing your pyproject.toml",

@@ -1,0 +1,5 @@
+"""The `searchlake` command line."""
+
+from flows.cli.main import main
+
+__all__ = ["main"]

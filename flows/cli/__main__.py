@@ -1,0 +1,3 @@
+from flows.cli.main import main
+
+main()

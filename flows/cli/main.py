@@ -1,0 +1,150 @@
+"""The `searchlake` command line. Quick commands never import Prefect."""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from pydantic import ValidationError
+
+from flows.cli import research as _research  # noqa: F401  (registers the research-side commands)
+from flows.cli.common import (SAMPLES, TaskIdOpt, UserError, app, err, out, print_top, render_table,
+                              settings)
+
+
+@app.command()
+def schema() -> None:
+    """Print the JSON Schema of SearchResultBundle."""
+    from schemas.bundle import SearchResultBundle
+    print(json.dumps(SearchResultBundle.model_json_schema(), indent=2))
+
+
+@app.command()
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Bundle files or folders of them")],
+    task_id: TaskIdOpt = None,
+    replace: Annotated[bool, typer.Option(help="Replace a different bundle with the same task and query")] = False,
+) -> None:
+    """Land bundle files written by other agents."""
+    from tasks.lake.catalog import open_catalog
+    from tasks.lake.landing import land_files
+    with open_catalog(settings(), "ingest") as catalog:
+        report = land_files(catalog, paths, task_id=task_id, replace=replace)
+    print_landing(report)
+    if report.refused:
+        raise typer.Exit(1)
+
+
+def print_landing(report) -> None:
+    out.print(f"landed {len(report.landed)} bundles ({report.items_landed} items), "
+              f"replaced {len(report.replaced)}, unchanged {len(report.unchanged)}, "
+              f"refused {len(report.refused)}")
+    for refusal in report.refused:
+        err.print(refusal.line(), markup=False, highlight=False)
+
+
+@app.command()
+def consolidate(
+    task_id: TaskIdOpt = None,
+    all_tasks: Annotated[bool, typer.Option("--all", help="Consolidate every task")] = False,
+    rebuild: Annotated[bool, typer.Option(help="Forget the cursor and read every bundle again")] = False,
+) -> None:
+    """Deduplicate and rank a task's sources through its resumable cursor."""
+    from tasks.lake.catalog import open_catalog
+    from tasks.lake.consolidation import consolidate as run
+    if not task_id and not all_tasks:
+        raise UserError("name a task with --task-id T, or use --all")
+    with open_catalog(settings(), "consolidate") as catalog:
+        tasks = [task_id] if task_id else [r[0] for r in catalog.rows("known_tasks")]
+        for task in tasks:
+            out.print(run(catalog, task, rebuild=rebuild).line())
+
+
+class Format(str, Enum):
+    table = "table"
+    csv = "csv"
+    json = "json"
+
+
+@app.command("sql")
+def sql_command(
+    query: Annotated[str, typer.Argument(help="SQL over the views bundles, results, consolidated, ...")],
+    fmt: Annotated[Format, typer.Option("--format", help="table, csv or json")] = Format.table,
+) -> None:
+    """Run read-only SQL over the lake and the catalog."""
+    from tasks.lake.catalog import open_catalog
+    from tasks.lake.query import NotReadOnly, run_analyst_query, to_csv, to_json
+    with open_catalog(settings(), "sql", read_only=True) as catalog:
+        try:
+            result = run_analyst_query(catalog, query)
+        except NotReadOnly as exc:
+            raise UserError(str(exc)) from None
+    if fmt is Format.csv:
+        sys.stdout.write(to_csv(result))
+    elif fmt is Format.json:
+        sys.stdout.write(to_json(result) + "\n")
+    else:
+        render_table(result)
+
+
+@app.command()
+def top(task_id: TaskIdOpt = None,
+        limit: Annotated[int, typer.Option(min=1, help="How many sources")] = 10) -> None:
+    """Print a task's top consolidated sources."""
+    if not task_id:
+        raise UserError("name a task with --task-id T")
+    print_top(task_id, limit)
+
+
+@app.command()
+def compact(task_id: TaskIdOpt = None) -> None:
+    """Merge each task's small results files into one."""
+    from tasks.lake.catalog import open_catalog
+    from tasks.lake.compaction import compact_results
+    with open_catalog(settings(), "compact") as catalog:
+        for line in compact_results(catalog, task_id):
+            out.print(line)
+
+
+@app.command()
+def demo() -> None:
+    """Land the shipped sample bundles, consolidate them, print the top sources."""
+    from tasks.lake.catalog import open_catalog
+    from tasks.lake.consolidation import consolidate as run
+    from tasks.lake.landing import land_files
+    with open_catalog(settings(), "demo") as catalog:
+        report = land_files(catalog, [SAMPLES])
+        print_landing(report)
+        out.print(run(catalog, "sample").line())
+    print_top("sample", 10)
+
+
+def main() -> None:
+    from duckdb import Error as DuckDBError
+    from tasks.lake.catalog import CatalogBusy
+    from tasks.lake.consolidation import UnknownTask
+    from tasks.retrieval.plan_store import QuestionMismatch
+    try:
+        app()
+    except (UserError, CatalogBusy, UnknownTask, QuestionMismatch) as exc:
+        # args[0], not str(exc): str() of a LookupError quotes nothing, so stripping
+        # quotes from it ate the closing quote of "task 'x'".
+        _fail(str(exc.args[0]) if exc.args else str(exc))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        _fail(f"invalid setting {'.'.join(map(str, first['loc']))}: {first['msg']}")
+    except DuckDBError as exc:
+        _fail(str(exc).splitlines()[0])
+
+
+def _fail(message: str) -> None:
+    err.print(f"error: {message}", markup=False, highlight=False)
+    sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

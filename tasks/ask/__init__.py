@@ -1,0 +1,1 @@
+"""Single-shot search + summary through OpenRouter (spec 004)."""

@@ -1,0 +1,233 @@
+"""The OpenRouter side of an ask (spec 004): the chat-completions request
+with web search turned on, sent with at most one retry, and the completion
+read back into its answer, `url_citation` annotations and usage.
+
+Failure policy: a failed request is retried once (after Retry-After, capped),
+then the exchange reports one clear line. 401/402/403 are not retried: a bad
+key, missing credit or a moderation block will not change a second later.
+The API key is only ever put in the Authorization header; error text taken
+from a response is scrubbed of it as a second line of defence.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import httpx
+
+from schemas.ask import Citation
+from schemas.urls import domain_of
+from tasks.ask.plan import AskPlan
+from tasks.common.http import redact, retry_after_seconds, user_agent
+
+log = logging.getLogger(__name__)
+
+NO_RETRY_STATUSES = frozenset({401, 402, 403})
+DEFAULT_RETRY_WAIT = 1.0  # seconds, when a retryable failure names no Retry-After
+APP_TITLE = "searchlake"
+
+
+# -- the request -------------------------------------------------------------------
+
+def request_body(plan: AskPlan) -> dict[str, Any]:
+    """The chat-completions body: the question plus web search, in either the
+    plugin form or the server-tool form."""
+    body: dict[str, Any] = {"model": plan.model, "messages": [{"role": "user", "content": plan.question}]}
+    engine = {} if plan.engine == "auto" else {"engine": plan.engine}  # left out = auto
+    if plan.search_mode == "plugin":
+        body["plugins"] = [{"id": "web", "max_results": plan.max_results, **engine}]
+        body["web_search_options"] = {"search_context_size": plan.search_context_size}
+    elif plan.max_results > 0:
+        # The server tool takes max_results 1-25; 0 results means no web search at all.
+        body["tools"] = [{"type": "openrouter:web_search", "parameters": {
+            **engine, "max_results": plan.max_results, "search_context_size": plan.search_context_size}}]
+    return body
+
+
+# -- the exchange: one request, and at most one retry ------------------------------
+
+@dataclass
+class Attempt:
+    http_status: int | None = None
+    error: str | None = None
+    retry_after: float | None = None
+    duration_ms: int = 0
+
+
+@dataclass
+class Exchange:
+    doc: dict | None = None
+    attempts: list[Attempt] = field(default_factory=list)
+    duration_ms: int = 0
+
+    @property
+    def failure(self) -> str | None:
+        return None if self.doc is not None else self.attempts[-1].error
+
+    @property
+    def http_status(self) -> int | None:
+        return self.attempts[-1].http_status if self.attempts else None
+
+
+def _sleep(seconds: float) -> None:
+    # Looked up at call time so tests can replace it and not wait.
+    time.sleep(seconds)
+
+
+def exchange(client: httpx.Client, url: str, body: dict, key: str, plan: AskPlan,
+             retry_after_max: float) -> Exchange:
+    headers = {"Authorization": f"Bearer {key}", "User-Agent": user_agent(),
+               "X-Title": APP_TITLE, "X-OpenRouter-Title": APP_TITLE}
+    result = Exchange()
+    started = time.monotonic()
+    for number in (1, 2):
+        attempt, doc, retryable = _send_once(client, url, body, headers, plan.timeout, key)
+        result.attempts.append(attempt)
+        if doc is not None:
+            result.doc = doc
+            break
+        if number == 2 or not retryable:
+            break
+        wait = min(retry_after_max, DEFAULT_RETRY_WAIT if attempt.retry_after is None else attempt.retry_after)
+        log.warning("ask %s: %s; retrying once in %.1fs", plan.message_id, attempt.error, wait)
+        _sleep(wait)
+    result.duration_ms = int((time.monotonic() - started) * 1000)
+    return result
+
+
+def _send_once(client: httpx.Client, url: str, body: dict, headers: dict, timeout: float,
+               key: str) -> tuple[Attempt, dict | None, bool]:
+    """One POST: (what happened, the completion or None, worth a retry)."""
+    started = time.monotonic()
+    attempt = Attempt()
+    try:
+        response = client.post(url, json=body, headers=headers, timeout=timeout)
+    except httpx.TimeoutException:
+        attempt.error = f"no answer within {timeout:g} s (timeout)"
+        return _timed(attempt, started), None, True
+    except httpx.HTTPError as exc:
+        # The exception text is left out: it may quote the request.
+        attempt.error = f"network error: {type(exc).__name__}"
+        return _timed(attempt, started), None, True
+    _timed(attempt, started)
+    attempt.http_status = response.status_code
+    if response.status_code >= 400:
+        attempt.error = redact(f"HTTP {response.status_code}: {_error_detail(response)}", [key])
+        attempt.retry_after = retry_after_seconds(response.headers.get("Retry-After"))
+        return attempt, None, response.status_code not in NO_RETRY_STATUSES
+    doc, problem = _completion(response)
+    if problem:
+        attempt.error = redact(problem, [key])
+        return attempt, None, True
+    return attempt, doc, False
+
+
+def _timed(attempt: Attempt, started: float) -> Attempt:
+    attempt.duration_ms = int((time.monotonic() - started) * 1000)
+    return attempt
+
+
+def _error_detail(response: httpx.Response) -> str:
+    """OpenRouter's `{"error": {"code", "message", "metadata": {"error_type"}}}`
+    as one short line; the reason phrase when the body says nothing."""
+    try:
+        error = response.json().get("error")
+    except (ValueError, AttributeError):
+        error = None
+    if not isinstance(error, dict):
+        return response.reason_phrase or "error"
+    message = " ".join(str(error.get("message") or response.reason_phrase).split())[:200]
+    kind = (error.get("metadata") or {}).get("error_type") if isinstance(error.get("metadata"), dict) else None
+    return f"{kind}: {message}" if kind else message
+
+
+def _completion(response: httpx.Response) -> tuple[dict | None, str | None]:
+    """The completion document, or why it cannot be used."""
+    try:
+        doc = response.json()
+    except ValueError:
+        return None, "bad response: body is not JSON"
+    if not isinstance(doc, dict):
+        return None, "bad response: not a chat completion"
+    if doc.get("error"):  # an error raised after generation began comes with HTTP 200
+        error = doc["error"]
+        message = error.get("message") if isinstance(error, dict) else error
+        return None, f"error in response: {' '.join(str(message).split())[:200]}"
+    message = choice_message(doc)
+    if message is None:
+        return None, "bad response: not a chat completion"
+    if not (message.get("content") or "").strip():
+        return None, "bad response: the answer is empty"
+    return doc, None
+
+
+# -- reading the answer ------------------------------------------------------------
+
+def choice_message(doc: dict) -> dict | None:
+    """The assistant message of the first choice, where the answer and its
+    annotations are; None when the document is not a chat completion."""
+    try:
+        message = doc["choices"][0]["message"]
+    except (KeyError, IndexError, TypeError):
+        return None
+    return message if isinstance(message, dict) else None
+
+
+def parse_citations(doc: dict, message_id: str, fetched_at: datetime) -> list[Citation]:
+    """`url_citation` annotations, in order. Tolerates both the nested
+    OpenAI shape and a flat one, and skips annotations without a URL."""
+    annotations = (choice_message(doc) or {}).get("annotations") or []
+    found: list[Citation] = []
+    for note in annotations if isinstance(annotations, list) else []:
+        if not isinstance(note, dict) or note.get("type", "url_citation") != "url_citation":
+            continue
+        data = note.get("url_citation") if isinstance(note.get("url_citation"), dict) else note
+        url = data.get("url")
+        if not isinstance(url, str) or not url.strip():
+            continue
+        found.append(Citation(
+            citation_id=f"{message_id}-{len(found)}", position=len(found), url=url.strip(),
+            title=str(data.get("title") or ""), content=_text_or_none(data.get("content")),
+            start_index=_int_or_none(data.get("start_index")), end_index=_int_or_none(data.get("end_index")),
+            domain=_domain(url), fetched_at=fetched_at,
+        ))
+    return found
+
+
+def _domain(url: str) -> str:
+    try:
+        return domain_of(url)
+    except ValueError:  # e.g. a malformed IPv6 literal
+        return ""
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _text_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+@dataclass(frozen=True)
+class Usage:
+    cost: float | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    web_search_requests: int | None = None
+
+
+def parse_usage(doc: dict) -> Usage:
+    usage = doc.get("usage") if isinstance(doc.get("usage"), dict) else {}
+    tool_use = usage.get("server_tool_use") if isinstance(usage.get("server_tool_use"), dict) else {}
+    try:
+        cost = float(usage["cost"]) if usage.get("cost") is not None else None
+    except (TypeError, ValueError):
+        cost = None
+    return Usage(cost=cost, prompt_tokens=_int_or_none(usage.get("prompt_tokens")) or 0,
+                 completion_tokens=_int_or_none(usage.get("completion_tokens")) or 0,
+                 web_search_requests=_int_or_none(tool_use.get("web_search_requests")))

@@ -1,0 +1,238 @@
+"""Single-shot "search + summary" (spec 004): one OpenRouter chat completion
+with web search turned on returns both the answer and its `url_citation`
+annotations, so no separate search round and summary round are needed.
+
+    ask(catalog, question, options, settings) -> AskResult
+
+The request, its retry and the reading of the completion are in
+tasks.ask.openrouter; the plan and the errors in tasks.ask.plan. What one call
+leaves behind, all written here:
+- `ask_messages`: one row per call, also a failed or over-budget one (request
+  count, engine, context size, max_results, citation count, cost, reason);
+- `citations`: one row per annotation, linked by message_id;
+- `review_queue`: answers that came back without any citation;
+- the lake: the request and response JSON under
+  runs/task_id=<task>/run_id=<message_id>/openrouter_response.json, and the
+  answer as a SearchResultBundle (provider "openrouter", intent "web", one item
+  per cited page) landed like any search, so consolidation reads it too.
+
+Cost policy: an answer that cost more than the cap is recorded (it was paid
+for) but not landed, and the call fails, so a run stops at its budget.
+Everything stored or logged is scrubbed of the API key as a second line of
+defence.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+import httpx
+
+from schemas.ask import AskOptions, AskResult, Citation
+from schemas.bundle import SearchResultBundle, SearchResultItem
+from schemas.urls import UnsafeURL, WEB_SCHEMES, check_lake_url, source_id_for, url_scheme
+from tasks.ask.plan import AskBudgetExceeded, AskError, AskPlan, plan_ask
+from tasks.lake.catalog import Catalog
+from tasks.common.settings import Settings, secret_value
+from tasks.common.http import redact
+from tasks.lake.files import Lake, LakeWrite
+from tasks.lake.landing import land_bundles
+from tasks.ask.openrouter import Exchange, Usage, choice_message, exchange, parse_citations, parse_usage, request_body
+
+log = logging.getLogger(__name__)
+
+PROVIDER = "openrouter"
+ASK_STEP = "search_summary"
+ASK_STEPS = [(ASK_STEP, 1.0, "搜索+摘要 search + summary")]  # spec 004 FR-016: one step, not two
+RESPONSE_FILE = "openrouter_response.json"
+
+
+# -- the bundle ------------------------------------------------------------------
+
+def to_bundle(plan: AskPlan, answer: str, citations: list[Citation], snippet_chars: int) -> SearchResultBundle:
+    """The answer as a search bundle: one item per cited page (a page cited
+    for several passages is one item), ranked in citation order. The score is
+    that order, 1.0 for the first page falling to 0.5 for the last: the model
+    cites what it leaned on first, and every cited page earned a place."""
+    pages: list[Citation] = []
+    seen: set[str] = set()
+    for citation in citations:
+        if not _landable(citation.url) or source_id_for(citation.url) in seen:
+            continue
+        seen.add(source_id_for(citation.url))
+        pages.append(citation)
+    step = 0.5 / max(len(pages) - 1, 1)
+    items = [SearchResultItem(
+        rank=rank, url=c.url, title=c.title or c.domain or c.url,
+        snippet=c.content[:snippet_chars] if c.content else None,
+        captured_at=c.fetched_at, score_final=round(1.0 - step * (rank - 1), 6), status="ok",
+    ) for rank, c in enumerate(pages, start=1)]
+    return SearchResultBundle(
+        task_id=plan.task_id, query_id=plan.query_id, query_text=plan.question, query_intent="web",
+        provider=PROVIDER, executed_at=plan.created_at, results=items,
+        # kept in the raw bundle JSON in the lake: the answer belongs with its sources
+        answer=answer, message_id=plan.message_id, model=plan.model, no_citations=not citations,
+    )
+
+
+def _landable(url: str) -> bool:
+    """Only web pages enter the lake from a model's answer (never file: or
+    javascript:), so one odd annotation cannot get the whole bundle refused."""
+    if url_scheme(url) not in WEB_SCHEMES:
+        return False
+    try:
+        check_lake_url(url)
+    except UnsafeURL:
+        return False
+    return True
+
+
+# -- recording -------------------------------------------------------------------
+
+@dataclass
+class Outcome:
+    status: str
+    answer: str | None = None
+    citations: list[Citation] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    failure_reason: str | None = None
+
+
+def _scrubbed_json(value: Any, key: str) -> str:
+    return redact(json.dumps(value, ensure_ascii=False, default=str), [key])
+
+
+def record(catalog: Catalog, plan: AskPlan, ex: Exchange, outcome: Outcome, body: dict, key: str) -> None:
+    """The message row, its citations, its review entry and the raw exchange
+    in the lake, in one catalog transaction."""
+    write = LakeWrite(catalog.lake)
+    raw_path = None
+    if ex.doc is not None:
+        raw_path = Lake.run_key(plan.task_id, plan.message_id, RESPONSE_FILE)
+        audit = {"request": body, "response": ex.doc, "attempts": [asdict(a) for a in ex.attempts]}
+        write.stage_bytes(raw_path, _scrubbed_json(audit, key).encode("utf-8"))
+    no_citations = outcome.answer is not None and not outcome.citations
+    reason = redact(outcome.failure_reason, [key]) if outcome.failure_reason else None
+
+    def rows(cat: Catalog) -> None:
+        cat.run("ask_message_insert", [
+            plan.message_id, plan.task_id, plan.query_id, plan.question, outcome.answer, plan.model,
+            plan.engine, plan.search_mode, plan.search_context_size, plan.max_results, len(ex.attempts),
+            len(outcome.citations), no_citations, outcome.usage.cost, plan.max_cost,
+            outcome.usage.prompt_tokens, outcome.usage.completion_tokens, outcome.usage.web_search_requests,
+            ex.duration_ms, ex.http_status, outcome.status, reason,
+            _scrubbed_json([asdict(a) for a in ex.attempts], key), raw_path, plan.created_at,
+        ])
+        for c in outcome.citations:
+            cat.run("ask_citation_insert", [c.citation_id, plan.message_id, plan.task_id, c.position, c.url,
+                                            c.title, c.content, c.start_index, c.end_index, c.domain, c.fetched_at])
+        if no_citations and outcome.status == "ok":
+            cat.run("ask_review_add", [plan.message_id, plan.task_id, "no_citations", plan.created_at,
+                                       _scrubbed_json(ex.doc, key)])
+
+    catalog.commit_write(write, rows)
+
+
+# -- the whole call ----------------------------------------------------------------
+
+def ask(catalog: Catalog, question: str, options: AskOptions | None = None, settings: Settings | None = None,
+        client: httpx.Client | None = None, *, tracker=None) -> AskResult:
+    """Ask once with web search; record, land and return the cited answer.
+    Raises AskError (AskBudgetExceeded above the cost cap) with a one-line
+    message after recording the failed call. `tracker`, a ProgressTracker
+    with the step ASK_STEP, receives start/complete/error events."""
+    settings = settings or catalog.settings
+    plan = plan_ask(question, options or AskOptions(), settings)
+    key = secret_value(settings.openrouter_api_key)
+    if not key:
+        raise AskError("OPENROUTER_API_KEY is not set: `ask` needs an OpenRouter key")
+    if tracker is not None:
+        tracker.start(ASK_STEP, metadata=_observed(plan))
+    try:
+        result = _ask(catalog, plan, settings, client, key)
+    except AskError as exc:
+        if tracker is not None:
+            tracker.error(ASK_STEP, error=str(exc), metadata=_observed(plan))
+        raise
+    if tracker is not None:
+        tracker.complete(ASK_STEP, result=result.model_dump(mode="json", include={"answer", "citations"}),
+                         metadata={**_observed(plan), "citationCount": len(result.citations),
+                                   "noCitations": result.no_citations, "cost": result.cost,
+                                   "requestCount": result.request_count, "durationMs": result.duration_ms})
+    return result
+
+
+def _observed(plan: AskPlan) -> dict:
+    return {"taskId": plan.task_id, "messageId": plan.message_id, "engine": plan.engine,
+            "searchContextSize": plan.search_context_size, "maxResults": plan.max_results}
+
+
+def _ask(catalog: Catalog, plan: AskPlan, settings: Settings, client: httpx.Client | None, key: str) -> AskResult:
+    url = f"{settings.openrouter_base_url.rstrip('/')}/chat/completions"
+    body = request_body(plan)
+    owned = client is None
+    client = client or httpx.Client(timeout=plan.timeout, follow_redirects=False)
+    try:
+        ex = exchange(client, url, body, key, plan, settings.ask_retry_after_max)
+    finally:
+        if owned:
+            client.close()
+
+    if ex.doc is None:
+        outcome = Outcome("failed", failure_reason=ex.failure)
+        record(catalog, plan, ex, outcome, body, key)
+        _log(plan, ex, outcome)
+        raise AskError(f"ask failed after {len(ex.attempts)} request(s) to OpenRouter: {ex.failure} "
+                       f"(recorded as message {plan.message_id})", message_id=plan.message_id)
+
+    fetched_at = datetime.now(timezone.utc)
+    outcome = Outcome("ok", answer=choice_message(ex.doc)["content"],
+                      citations=parse_citations(ex.doc, plan.message_id, fetched_at), usage=parse_usage(ex.doc))
+    if plan.max_cost is not None and outcome.usage.cost is not None and outcome.usage.cost > plan.max_cost:
+        outcome.status = "over_budget"
+        outcome.failure_reason = f"cost ${outcome.usage.cost:.4f} above the cap ${plan.max_cost:.4f}"
+        record(catalog, plan, ex, outcome, body, key)
+        _log(plan, ex, outcome)
+        raise AskBudgetExceeded(
+            f"ask stopped: the answer cost ${outcome.usage.cost:.4f}, above the ${plan.max_cost:.4f} cap "
+            f"(SEARCHLAKE_ASK_MAX_COST); recorded as message {plan.message_id}, nothing landed",
+            message_id=plan.message_id, status="over_budget")
+    if outcome.usage.cost is None and plan.max_cost is not None:
+        log.warning("ask %s: the response reports no usage.cost; the cost cap could not be checked", plan.message_id)
+
+    # Recorded before landing: the call is on record even if landing fails
+    # (the audit file in the lake holds everything needed to land it again).
+    record(catalog, plan, ex, outcome, body, key)
+    _log(plan, ex, outcome)
+    report = land_bundles(catalog, [to_bundle(plan, outcome.answer, outcome.citations, settings.content_max_chars)],
+                          source=f"{PROVIDER}-ask")
+    if report.refused:  # not expected: ids and URLs are checked when the bundle is built
+        raise AskError(f"the answer was recorded as message {plan.message_id} but could not land: "
+                       f"{report.refused[0].line()}", message_id=plan.message_id)
+    return _result(plan, ex, outcome)
+
+
+def _log(plan: AskPlan, ex: Exchange, outcome: Outcome) -> None:
+    """The observability line of spec 004 FR-010; never the key or the body."""
+    level = logging.INFO if outcome.status == "ok" and outcome.citations else logging.WARNING
+    log.log(level, "ask %s task=%s status=%s requests=%d engine=%s mode=%s context=%s max_results=%d "
+            "citations=%d no_citations=%s cost=%s reason=%s", plan.message_id, plan.task_id, outcome.status,
+            len(ex.attempts), plan.engine, plan.search_mode, plan.search_context_size, plan.max_results,
+            len(outcome.citations), outcome.answer is not None and not outcome.citations, outcome.usage.cost,
+            outcome.failure_reason)
+
+
+def _result(plan: AskPlan, ex: Exchange, outcome: Outcome) -> AskResult:
+    return AskResult(
+        message_id=plan.message_id, task_id=plan.task_id, query_id=plan.query_id, question=plan.question,
+        answer=outcome.answer or "", citations=outcome.citations, no_citations=not outcome.citations,
+        model=plan.model, engine=plan.engine, search_mode=plan.search_mode,
+        search_context_size=plan.search_context_size, max_results=plan.max_results,
+        request_count=len(ex.attempts), cost=outcome.usage.cost, prompt_tokens=outcome.usage.prompt_tokens,
+        completion_tokens=outcome.usage.completion_tokens, duration_ms=ex.duration_ms, status=outcome.status,
+        created_at=plan.created_at,
+    )

@@ -1,0 +1,94 @@
+"""One settings object, read from the environment (and `.env`)."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+
+from pydantic import AliasChoices, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="SEARCHLAKE_", env_file=".env", extra="ignore", populate_by_name=True
+    )
+
+    home: Path = Field(default=Path("data"), description="Holds the lake and the catalog")
+    lake: str | None = Field(default=None, description="Lake root: a folder or an fsspec URL")
+    catalog: Path | None = Field(default=None, description="DuckDB catalog file")
+    lock_timeout: float = Field(default=30.0, ge=0, description="Seconds to wait for a busy catalog")
+
+    weight_relevance: float = Field(default=0.6, ge=0)
+    weight_freshness: float = Field(default=0.2, ge=0)
+    weight_authority: float = Field(default=0.2, ge=0)
+    scoring_file: Path | None = Field(default=None, description="JSON changing freshness windows and authority domains")
+
+    # research
+    library: Path | None = Field(default=None, description="Folder of the user's documents")
+    providers: str | None = Field(default=None, description="Comma list of providers to use")
+    max_results: int = Field(default=10, ge=1, le=50)
+    target_count: int = Field(default=10, ge=1, le=200, validation_alias=AliasChoices(
+        "PIPELINE_TARGET_COUNT", "SEARCHLAKE_TARGET_COUNT"), description="Sources a research run selects")
+    max_queries_per_intent: int = Field(default=3, ge=1, le=20)
+    content_max_chars: int = Field(default=20_000, ge=200)
+    http_timeout: float = Field(default=20.0, gt=0)
+    http_retries: int = Field(default=1, ge=0, le=5)
+    provider_concurrency: int = Field(default=4, ge=1, le=64)
+    fetch_content: bool = Field(default=False, description="Fetch page text for snippet-only results")
+    fetch_top: int = Field(default=3, ge=0, le=50)
+    allow_private_fetch: bool = Field(default=False, description="Let the fetcher reach private addresses")
+
+    # LLM (any OpenAI-compatible endpoint)
+    llm_base_url: str | None = None
+    llm_api_key: SecretStr | None = None
+    llm_model: str | None = None
+
+    # provider keys: read under their usual names
+    tavily_api_key: SecretStr | None = Field(default=None, validation_alias=AliasChoices("TAVILY_API_KEY", "SEARCHLAKE_TAVILY_API_KEY"))
+    brave_api_key: SecretStr | None = Field(default=None, validation_alias=AliasChoices("BRAVE_API_KEY", "SEARCHLAKE_BRAVE_API_KEY"))
+    searxng_url: str | None = Field(default=None, validation_alias=AliasChoices("SEARXNG_URL", "SEARCHLAKE_SEARXNG_URL"))
+    openalex_api_key: SecretStr | None = Field(default=None, validation_alias=AliasChoices("OPENALEX_API_KEY", "SEARCHLAKE_OPENALEX_API_KEY"))
+    semantic_scholar_api_key: SecretStr | None = Field(default=None, validation_alias=AliasChoices("SEMANTIC_SCHOLAR_API_KEY", "SEARCHLAKE_SEMANTIC_SCHOLAR_API_KEY"))
+    thenewsapi_token: SecretStr | None = Field(default=None, validation_alias=AliasChoices("THENEWSAPI_TOKEN", "SEARCHLAKE_THENEWSAPI_TOKEN"))
+    openrouter_api_key: SecretStr | None = Field(default=None, validation_alias=AliasChoices("OPENROUTER_API_KEY", "SEARCHLAKE_OPENROUTER_API_KEY"))
+    openrouter_base_url: str = Field(default="https://openrouter.ai/api/v1", validation_alias=AliasChoices("OPENROUTER_BASE_URL", "SEARCHLAKE_OPENROUTER_BASE_URL"))
+
+    # single-shot search + summary (`searchlake ask`, tasks/ask/single_shot.py); each is overridable per call
+    ask_model: str = Field(default="openai/gpt-4o-mini", description="OpenRouter model for `ask`")
+    ask_max_results: int = Field(default=5, ge=0, le=10, description="Web results per ask (0-10)")
+    ask_search_context_size: str = Field(default="high", pattern="^(low|medium|high)$")
+    ask_web_search: str = Field(default="plugin", pattern="^(plugin|server_tool)$",
+                                description="plugin: plugins:[{id:web}]; server_tool: openrouter:web_search")
+    ask_max_cost: float | None = Field(default=0.05, ge=0, description="USD per ask; above it the run fails")
+    ask_timeout: float = Field(default=60.0, gt=0, description="Seconds per OpenRouter request")
+    ask_retry_after_max: float = Field(default=10.0, ge=0, description="Cap on a Retry-After wait, seconds")
+
+    # `searchlake serve`: the progress-event stream (no auth: loopback by default)
+    serve_host: str = "127.0.0.1"
+    serve_port: int = Field(default=8765, ge=0, le=65535)
+
+    @cached_property
+    def lake_root(self) -> str:
+        return self.lake or str(self.home / "lake")
+
+    @cached_property
+    def catalog_path(self) -> Path:
+        return self.catalog or self.home / "catalog.duckdb"
+
+
+def secret_value(secret: SecretStr | None) -> str | None:
+    return secret.get_secret_value() if secret else None
+
+
+def research_settings(library: str | None = None, providers: list[str] | None = None,
+                      max_results: int | None = None) -> Settings:
+    """Settings with a research command's options laid over the environment."""
+    overrides: dict = {}
+    if library is not None:
+        overrides["library"] = library
+    if providers:
+        overrides["providers"] = ",".join(providers)
+    if max_results is not None:
+        overrides["max_results"] = max_results
+    return Settings(**overrides)

@@ -1,0 +1,46 @@
+"""Pre-flight: before any work, check that what a run will use is there —
+provider keys and URLs, the LLM settings, the library folder — and name
+everything missing in one line."""
+
+from __future__ import annotations
+
+from tasks.common.settings import Settings
+from tasks.retrieval.providers.library.documents import corpus_for
+from tasks.retrieval.providers.registry import provider_class
+from tasks.retrieval.scoring import scoring_config
+
+
+class PreflightError(ValueError):
+    """Something a run needs is missing; the message names all of it."""
+
+
+def preflight(settings: Settings, provider_names: list[str]) -> None:
+    problems = [p for name in provider_names for p in _provider_problems(name, settings)]
+    problems += _llm_problems(settings)
+    try:
+        scoring_config(settings.scoring_file)
+    except ValueError as exc:
+        problems.append(str(exc))
+    if "library" in provider_names:
+        try:
+            corpus_for(settings)
+        except ValueError as exc:
+            problems.append(str(exc))
+    if problems:
+        raise PreflightError("cannot start: " + "; ".join(problems))
+
+
+def _provider_problems(name: str, settings: Settings) -> list[str]:
+    cls = provider_class(name)
+    setting = getattr(cls, "key_setting", None)
+    if setting and getattr(cls, "key_required", True) and not getattr(settings, setting):
+        return [f"{name} needs {setting.upper()}"]
+    return []
+
+
+def _llm_problems(settings: Settings) -> list[str]:
+    given = {"SEARCHLAKE_LLM_BASE_URL": settings.llm_base_url, "SEARCHLAKE_LLM_MODEL": settings.llm_model}
+    if any(given.values()) and not all(given.values()):
+        missing = [name for name, value in given.items() if not value]
+        return [f"the LLM is half configured: set {' and '.join(missing)}"]
+    return []

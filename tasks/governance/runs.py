@@ -1,0 +1,275 @@
+"""The record of a governed run (spec 003 §7-8): one `runs` row from start to
+finish, every stage and gate event both as a line of the run's trace.jsonl
+and as a `run_events` row, and the outcome (`selections`, `drops`,
+`publishers`, `publisher_sources`). Tables: sql/schema_60_governance.sql;
+views: sql/views_60_governance.sql.
+
+Every function opens its own short catalog session: a run lasts minutes and
+must not hold the catalog lock (other commands wait on it) between its
+records. Do not call them while holding the catalog yourself.
+
+The trace file sits at the lake key Lake.run_key(task, trace, "trace.jsonl")
+under the local lake root; JSONL is appended to, which object stores cannot
+do, so with a remote lake it sits under <home>/events/ instead (as the
+progress events do, see tasks.progress.events.events_root).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from schemas.bundle import check_identifier
+from schemas.governance import Budget, Drop, GateResult, Policy, Publisher, StageRecord
+from tasks.lake.catalog import Catalog, CatalogBusy, open_catalog
+from tasks.common.settings import Settings
+from tasks.progress.events import events_root
+from tasks.lake.files import Lake, LakeWrite
+from tasks.governance.filters import Candidate
+
+log = logging.getLogger(__name__)
+
+TRACE_FILE = "trace.jsonl"
+OUTPUT_FILE = "output.json"
+FINAL_STATUSES = ("complete", "failed", "timed_out")
+EVENT_KINDS = ("stage", "gate", "run")
+
+
+def new_trace_id() -> str:
+    return str(uuid.uuid4())
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+# -- start and finish -----------------------------------------------------------
+
+def start_run(settings: Settings, trace_id: str, task_id: str, question: str, demand_id: str | None,
+              policy_source: str, budget: Budget, policy: Policy | None = None) -> None:
+    """The `runs` row of a run that begins (status 'running'); a retry of the
+    same trace changes nothing."""
+    with open_catalog(settings, "governed run: start") as catalog:
+        catalog.run("run_start", [trace_id, task_id, question, demand_id, policy_source, _json(budget.to_dict()),
+                                  _json(policy.to_dict()) if policy else None, trace_id])
+
+
+def finish_run(settings: Settings, trace_id: str, status: str, *, candidate_count: int = 0,
+               filtered_count: int = 0, publisher_count: int = 0, elapsed_seconds: float = 0.0,
+               stage_history: Sequence[StageRecord | Mapping] = (), outputs: Mapping[str, Any] | None = None,
+               error: str | None = None) -> None:
+    """Close the run's row with its final status (complete | failed | timed_out)."""
+    if status not in FINAL_STATUSES:
+        raise ValueError(f"run status {status!r} is not one of {', '.join(FINAL_STATUSES)}")
+    history = [s.to_dict() if isinstance(s, StageRecord) else dict(s) for s in stage_history]
+    with open_catalog(settings, "governed run: finish") as catalog:
+        catalog.run("run_finish", [status, candidate_count, filtered_count, publisher_count,
+                                   round(float(elapsed_seconds), 3), _json(history), _json(dict(outputs or {})),
+                                   error, trace_id])
+
+
+# -- the outcome ------------------------------------------------------------------
+
+def record_outcome(settings: Settings, trace_id: str, task_id: str, selections: Sequence[Candidate],
+                   drops: Sequence[Drop], publishers: Sequence[Publisher], output: Mapping | None = None) -> str | None:
+    """Replace the run's selections (rank = position), drops and publishers,
+    in one transaction; with `output` (tasks.governance.gates.build_output), also
+    publish it as the lake file output.json of the run and return its key."""
+    with open_catalog(settings, "governed run: outcome") as catalog:
+        write = LakeWrite(catalog.lake)
+        key = None
+        if output is not None:
+            key = Lake.run_key(check_identifier(task_id), check_identifier(trace_id), OUTPUT_FILE)
+            write.stage_bytes(key, json.dumps(output, ensure_ascii=False, indent=2, default=str).encode())
+
+        def record(cat: Catalog) -> None:
+            cat.set_variables(outcome_trace_id=trace_id)
+            cat.run("run_outcome_clear")
+            _insert_outcome(cat, trace_id, task_id, selections, drops, publishers)
+
+        catalog.commit_write(write, record)
+    return key
+
+
+def _insert_outcome(cat: Catalog, trace_id: str, task_id: str, selections: Sequence[Candidate],
+                    drops: Sequence[Drop], publishers: Sequence[Publisher]) -> None:
+    ids = [trace_id, task_id]
+    cat.run("selection_insert", ids + [[c.source_id for c in selections], [c.url for c in selections],
+                                       [c.title for c in selections], [c.quality for c in selections],
+                                       list(range(1, len(selections) + 1))])
+    cat.run("drop_insert", ids + [[d.source_id for d in drops], [d.url for d in drops], [d.title for d in drops],
+                                  [d.stage for d in drops], [d.reason for d in drops]])
+    cat.run("publisher_insert", ids + [[p.publisher for p in publishers], [p.article_count for p in publishers],
+                                       [_json(p.sample_titles) for p in publishers],
+                                       [_json(p.source_urls) for p in publishers]])
+    pairs = [(p.publisher, s) for p in publishers for s in p.source_ids]
+    cat.run("publisher_source_insert", ids + [[p for p, _ in pairs], [s for _, s in pairs]])
+
+
+# -- the trace --------------------------------------------------------------------
+
+def trace_path(settings: Settings, task_id: str, trace_id: str) -> Path:
+    """The run's trace.jsonl (ids are checked first: they become path parts)."""
+    return events_root(settings) / Lake.run_key(check_identifier(task_id), check_identifier(trace_id), TRACE_FILE)
+
+
+class TraceLog:
+    """Appends one flushed JSONL line per stage/gate/run event to the run's
+    trace.jsonl and inserts the same event as a run_events row. The file is
+    the primary trace: a catalog that is busy or failing costs the row (the
+    problem is logged and kept in `db_errors`), never the run. Stage events
+    also build the run's stage history (`history`)."""
+
+    def __init__(self, settings: Settings, task_id: str, trace_id: str):
+        self.settings = settings
+        self.task_id = task_id
+        self.trace_id = trace_id
+        self.path = trace_path(settings, task_id, trace_id)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.history: list[StageRecord] = []
+        self.db_errors: list[str] = []
+        self._lock = threading.Lock()  # stages may report from worker threads
+        # A resumed trace continues its numbering after the lines already there.
+        self._seq = _line_count(self.path)
+
+    def event(self, kind: str, name: str, status: str, detail: Mapping[str, Any] | None = None) -> dict:
+        if kind not in EVENT_KINDS:
+            raise ValueError(f"event kind {kind!r} is not one of {', '.join(EVENT_KINDS)}")
+        with self._lock:
+            self._seq += 1
+            at = _now()
+            line = {"trace_id": self.trace_id, "task_id": self.task_id, "seq": self._seq, "at": at.isoformat(),
+                    "kind": kind, "name": name, "status": status, "detail": dict(detail or {})}
+            with open(self.path, "a", encoding="utf-8") as handle:
+                handle.write(_json(line) + "\n")
+                handle.flush()
+            self._insert(line, at)
+        return line
+
+    def _insert(self, line: dict, at: datetime) -> None:
+        try:
+            with open_catalog(self.settings, "governed run: trace") as catalog:
+                catalog.run("run_event_insert", [self.trace_id, self.task_id, line["seq"], at, line["kind"],
+                                                 line["name"], line["status"], _json(line["detail"])])
+        except (CatalogBusy, duckdb.Error) as exc:
+            problem = f"event {line['seq']} ({line['kind']} {line['name']}) not in run_events: {exc}"
+            log.warning("%s", problem)
+            self.db_errors.append(problem)
+
+    def gate(self, result: GateResult) -> dict:
+        return self.event("gate", result.gate, result.outcome, {"reason": result.reason, **result.metrics})
+
+    def run(self, status: str, detail: Mapping[str, Any] | None = None) -> dict:
+        return self.event("run", "run", status, detail)
+
+    def stage_done(self, name: str, status: str, *, attempt: int = 1, started_at: datetime | None = None,
+                   seconds: float | None = None, detail: Mapping[str, Any] | None = None) -> StageRecord:
+        """Record a stage attempt that ended (complete, failed, skipped)."""
+        record = StageRecord(name=name, status=status, attempt=attempt,
+                             started_at=(started_at or _now()).isoformat(),
+                             seconds=None if seconds is None else round(seconds, 3), detail=dict(detail or {}))
+        self.event("stage", name, status, {"attempt": attempt, "seconds": record.seconds, **record.detail})
+        self.history.append(record)
+        return record
+
+    @contextmanager
+    def stage(self, name: str, attempt: int = 1) -> Iterator[dict]:
+        """Time a stage: a 'running' event now, then 'complete' with the
+        detail the body filled in, or 'failed' with the error (re-raised)."""
+        detail: dict[str, Any] = {}
+        started_at, started = _now(), time.monotonic()
+        self.event("stage", name, "running", {"attempt": attempt})
+        try:
+            yield detail
+        except BaseException as exc:
+            detail["error"] = f"{type(exc).__name__}: {exc}"
+            self.stage_done(name, "failed", attempt=attempt, started_at=started_at,
+                            seconds=time.monotonic() - started, detail=detail)
+            raise
+        self.stage_done(name, "complete", attempt=attempt, started_at=started_at,
+                        seconds=time.monotonic() - started, detail=detail)
+
+    def attempts(self, name: str) -> int:
+        """How many times a stage ran so far (for the next attempt number)."""
+        return sum(1 for r in self.history if r.name == name)
+
+
+def _line_count(path: Path) -> int:
+    if not path.exists():
+        return 0
+    with open(path, encoding="utf-8") as handle:
+        return sum(1 for line in handle if line.strip())
+
+
+# -- the summary ------------------------------------------------------------------
+
+@dataclass
+class RunSummary:
+    """What a run prints at its end (spec 003 §7, RunSummary)."""
+
+    trace_id: str
+    task_id: str
+    status: str
+    policy_source: str | None = None
+    candidate_count: int = 0
+    filtered_count: int = 0
+    publisher_count: int = 0
+    elapsed_seconds: float = 0.0
+    stage_history: list[dict] = field(default_factory=list)
+    outputs: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+
+    @property
+    def exit_code(self) -> int:
+        """0 for a complete run, 1 otherwise (spec 003 ⑧)."""
+        return 0 if self.status == "complete" else 1
+
+    def lines(self) -> list[str]:
+        out = [
+            f"trace id:      {self.trace_id}",
+            f"task id:       {self.task_id}",
+            f"status:        {self.status}",
+            f"policy source: {self.policy_source or '-'}",
+            f"candidates:    {self.candidate_count}",
+            f"filtered:      {self.filtered_count}",
+            f"publishers:    {self.publisher_count}",
+            f"elapsed:       {self.elapsed_seconds:.1f} s",
+            "stages:",
+        ]
+        for stage in self.stage_history:
+            seconds = stage.get("seconds")
+            timing = f" {seconds:.1f} s" if isinstance(seconds, (int, float)) else ""
+            out.append(f"  {stage.get('name')}: {stage.get('status')} (attempt {stage.get('attempt', 1)}){timing}")
+        if not self.stage_history:
+            out.append("  (none)")
+        out.append("outputs:" if self.outputs else "outputs:       (none)")
+        out += [f"  {name}: {value}" for name, value in self.outputs.items()]
+        if self.error:
+            out.append(f"error:         {self.error}")
+        return out
+
+    @classmethod
+    def load(cls, settings: Settings, trace_id: str) -> "RunSummary | None":
+        """The summary of a recorded run, None when there is no such trace."""
+        with open_catalog(settings, "governed run: summary", read_only=True) as catalog:
+            rows = catalog.rows("run_summary", [trace_id])
+        if not rows:
+            return None
+        (trace, task, status, source, candidates, filtered, publishers, elapsed, history, outputs, error) = rows[0]
+        return cls(trace, task, status, source, candidates or 0, filtered or 0, publishers or 0, elapsed or 0.0,
+                   json.loads(history) if history else [], json.loads(outputs) if outputs else {}, error)

@@ -1,0 +1,222 @@
+"""Progress events of a run: computed by a ProgressTracker, appended by an
+EventLog as JSON lines, followed live by `searchlake serve`.
+
+The log of a run lives at the lake key `Lake.run_key(task, run, "events.jsonl")`.
+It is appended to while the run works, so it must be a local file: when the
+lake is local it sits under the lake root; when the lake is remote (s3://…),
+object stores cannot append, and the log sits under `<home>/events/` instead,
+with the same key layout.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from schemas.bundle import check_identifier
+from schemas.events import PIPELINE, EventPayload, ProgressEvent
+from tasks.common.settings import Settings
+from tasks.lake.files import Lake
+
+EVENTS_FILE = "events.jsonl"
+
+
+# -- where the logs are ------------------------------------------------------
+
+def events_root(settings: Settings) -> Path:
+    lake = Lake(settings.lake_root)
+    return Path(lake.root) if lake.is_local else Path(settings.home) / "events"
+
+
+def events_path(root: Path, task_id: str, run_id: str) -> Path:
+    """The log of one run. Ids are checked first: they become path parts."""
+    return root / Lake.run_key(check_identifier(task_id), check_identifier(run_id), EVENTS_FILE)
+
+
+def _run_key_pattern() -> re.Pattern[str]:
+    # Built from Lake.run_key itself, so the layout stays defined in one place.
+    template = re.escape(Lake.run_key("TASKMARK", "RUNMARK", EVENTS_FILE))
+    return re.compile(template.replace("TASKMARK", r"(?P<task_id>[^/]+)")
+                      .replace("RUNMARK", r"(?P<run_id>[^/]+)"))
+
+
+@dataclass(frozen=True)
+class RunEvents:
+    task_id: str
+    run_id: str
+    path: Path
+    size: int
+    modified: float
+
+
+def list_runs(root: Path) -> list[RunEvents]:
+    """Every run that has an events file, most recently written first."""
+    pattern = _run_key_pattern()
+    found = []
+    for path in root.glob(Lake.run_key("*", "*", EVENTS_FILE)):
+        match = pattern.fullmatch(path.relative_to(root).as_posix())
+        if match and path.is_file():
+            stat = path.stat()
+            found.append(RunEvents(match["task_id"], match["run_id"], path, stat.st_size, stat.st_mtime))
+    return sorted(found, key=lambda r: r.modified, reverse=True)
+
+
+# -- writing ------------------------------------------------------------------
+
+class EventLog:
+    """Appends events to one run's JSONL file, one flushed line per event, so
+    a follower reading the file sees each event as soon as it is emitted."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._handle = open(path, "a", encoding="utf-8")
+        self._lock = threading.Lock()  # steps of one run may report from worker threads
+
+    @classmethod
+    def for_run(cls, settings: Settings, task_id: str, run_id: str) -> "EventLog":
+        return cls(events_path(events_root(settings), task_id, run_id))
+
+    def emit(self, event: ProgressEvent) -> None:
+        line = json.dumps(event.to_wire(), ensure_ascii=False, separators=(",", ":"))
+        with self._lock:
+            self._handle.write(line + "\n")
+            self._handle.flush()
+
+    def __call__(self, event: ProgressEvent) -> None:
+        self.emit(event)
+
+    def close(self) -> None:
+        with self._lock:
+            self._handle.close()
+
+    def __enter__(self) -> "EventLog":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def parse_line(line: str) -> ProgressEvent | None:
+    """One JSONL line as an event; None for a blank or unreadable line."""
+    try:
+        return ProgressEvent.model_validate_json(line) if line.strip() else None
+    except ValueError:
+        return None
+
+
+def read_events(path: Path) -> list[ProgressEvent]:
+    with open(path, encoding="utf-8") as handle:
+        return [e for e in map(parse_line, handle) if e is not None]
+
+
+# -- progress -----------------------------------------------------------------
+
+class Step(NamedTuple):
+    step_type: str
+    weight: float
+    label: str
+    step_id: str | None = None  # legacy UI alias; defaults to step_type
+
+
+class ProgressTracker:
+    """Turns step starts, partial progress and completions into events whose
+    `progress` is the weighted share of the whole run that is done:
+    (weights of completed steps + weight of the current step × its fraction)
+    / total weight. Progress never goes backwards."""
+
+    def __init__(self, steps: Iterable[tuple], sink: Callable[[ProgressEvent], None] | None = None,
+                 label: str = "research"):
+        self.steps = {s.step_type: s for s in (Step(*t) for t in steps)}
+        if not self.steps:
+            raise ValueError("a tracker needs at least one step")
+        if any(s.weight < 0 for s in self.steps.values()):
+            raise ValueError("step weights must not be negative")
+        self.total = sum(s.weight for s in self.steps.values())
+        if self.total <= 0:
+            raise ValueError("step weights must add up to more than 0")
+        self.sink = sink
+        self.label = label
+        self.done: set[str] = set()
+        self.partial: dict[str, float] = {}
+        self.last = 0.0
+        self.events: list[ProgressEvent] = []
+
+    @property
+    def progress(self) -> float:
+        done = sum(self.steps[t].weight for t in self.done)
+        running = sum(self.steps[t].weight * f for t, f in self.partial.items() if t not in self.done)
+        return min(1.0, max(self.last, (done + running) / self.total))
+
+    def _step(self, step_type: str) -> Step:
+        try:
+            return self.steps[step_type]
+        except KeyError:
+            raise ValueError(f"unknown step {step_type!r}; steps are {sorted(self.steps)}") from None
+
+    def _emit(self, step_type: str, step_id: str, label: str, status: str, **payload: Any) -> ProgressEvent:
+        self.last = self.progress
+        event = ProgressEvent(step_id=step_id, step_type=step_type, status=status, progress=round(self.last, 6),
+                              label=label, payload=EventPayload(**payload))
+        self.events.append(event)
+        if self.sink is not None:
+            self.sink(event)
+        return event
+
+    def _emit_step(self, step_type: str, status: str, **payload: Any) -> ProgressEvent:
+        step = self._step(step_type)
+        return self._emit(step.step_type, step.step_id or step.step_type, step.label, status, **payload)
+
+    # -- step events
+    def start(self, step_type: str, metadata: dict | None = None) -> ProgressEvent:
+        self.partial[self._step(step_type).step_type] = 0.0
+        return self._emit_step(step_type, "start", metadata=metadata)
+
+    def advance(self, step_type: str, fraction: float, *, chunk: str | None = None,
+                metadata: dict | None = None) -> ProgressEvent:
+        """Partial progress inside a step, `fraction` in [0, 1]; streaming
+        steps send their text increments as `chunk`."""
+        self.partial[self._step(step_type).step_type] = min(1.0, max(0.0, fraction))
+        return self._emit_step(step_type, "progress", chunk=chunk, metadata=metadata)
+
+    def complete(self, step_type: str, result: Any = None, metadata: dict | None = None) -> ProgressEvent:
+        self.done.add(self._step(step_type).step_type)
+        return self._emit_step(step_type, "complete", result=result, metadata=metadata)
+
+    def error(self, step_type: str, error: str | dict, metadata: dict | None = None) -> ProgressEvent:
+        return self._emit_step(step_type, "error", error=error, metadata=metadata)
+
+    # -- the run as a whole: its terminal event ends a follower's stream
+    def begin(self, metadata: dict | None = None) -> ProgressEvent:
+        return self._emit(PIPELINE, PIPELINE, self.label, "start", metadata=metadata)
+
+    def finish(self, result: Any = None, metadata: dict | None = None) -> ProgressEvent:
+        self.done.update(self.steps)
+        return self._emit(PIPELINE, PIPELINE, self.label, "complete", result=result, metadata=metadata)
+
+    def fail(self, error: str | dict, metadata: dict | None = None) -> ProgressEvent:
+        return self._emit(PIPELINE, PIPELINE, self.label, "error", error=error, metadata=metadata)
+
+
+def follow_lines(handle, stop: Callable[[], bool], poll: float = 0.1) -> Iterator[str | None]:
+    """Complete lines of a file that is still being written, as they appear.
+    Yields None while waiting (so the caller can send keep-alives or notice a
+    gone client) and ends when `stop()` says so. A partial last line is held
+    back until its newline arrives."""
+    pending = ""
+    while not stop():
+        chunk = handle.readline()
+        if not chunk:
+            yield None
+            time.sleep(poll)
+            continue
+        pending += chunk
+        if pending.endswith("\n"):
+            line, pending = pending, ""
+            yield line

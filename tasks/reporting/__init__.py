@@ -1,0 +1,1 @@
+"""Reporting: a synthesis as report.md, report.json and report.html."""

@@ -1,0 +1,59 @@
+"""What report.md and report.html share, so the two show the same report:
+the reading order of the insights, one citation per source in an item, how
+a figure is written, and which URLs may become links.
+
+Its own module so that tasks.reporting.report (which builds the report and publishes
+the HTML too) and tasks.reporting.html can both use it without importing each
+other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from schemas.report import Citation, ReportSource, SynthesisResult
+from schemas.urls import url_scheme
+
+LINK_SCHEMES = frozenset({"http", "https", "file"})
+
+
+def linkable(url: str) -> bool:
+    """Source URLs are untrusted: only http(s)/file ever become links."""
+    return url_scheme(url) in LINK_SCHEMES
+
+
+def unique_citations(citations: Iterable[Citation]) -> list[Citation]:
+    """One citation per source in an item (the first, i.e. the lead quote)."""
+    seen: set[str] = set()
+    out = []
+    for c in citations:
+        if c.source_id not in seen:
+            seen.add(c.source_id)
+            out.append(c)
+    return out
+
+
+def source_numbers(sources: Iterable[ReportSource]) -> dict[str, int]:
+    """source_id → note number, read back from the report's cited sources
+    so a page rendered from a stored report numbers as the report did."""
+    return {src.sourceId: src.noteIndex for src in sources if src.sourceId}
+
+
+def dimension_groups(synthesis: SynthesisResult) -> dict[str | None, list[int]]:
+    groups: dict[str | None, list[int]] = {}
+    for i, insight in enumerate(synthesis.synthesized_insights):
+        groups.setdefault(insight.dimension, []).append(i)
+    return groups
+
+
+def summary_items(s: SynthesisResult, limit: int = 3) -> list[int]:
+    """The best insight of each dimension first (each group is in rank
+    order), then the next best: a summary that spans the topic."""
+    groups = list(dimension_groups(s).values())
+    order = [i for depth in range(max(map(len, groups), default=0)) for g in groups if depth < len(g)
+             for i in [g[depth]]]
+    return order[:limit]
+
+
+def figure(value: float, unit: str) -> str:
+    return f"{value:g}{unit}" if unit in ("%", "x") or not unit.isascii() else f"{value:g} {unit}".strip()

@@ -1,0 +1,307 @@
+"""Reporting (spec 002's ReportAgent): synthesis + blueprint → ResearchReport
+(markdown, outline, cited sources, metadata), saved as report.md, report.json
+and report.html (rendered by tasks.reporting.html), published to the lake
+together with a `reports` catalog row, and loaded back.
+
+Citations are numbered per cited source, in order of first appearance
+([1], [2], …); `sources[].noteIndex` is that number. Source titles, quotes
+and URLs come from the web and are untrusted: Markdown escapes its special
+characters, and only http(s)/file URLs ever become links.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+import httpx
+
+from schemas.report import (
+    Citation,
+    ModelBlueprint,
+    OutlineSection,
+    ReportMetadata,
+    ReportSource,
+    ResearchReport,
+    SynthesisResult,
+)
+from tasks.lake.catalog import Catalog
+from tasks.lake.consolidation import UnknownTask
+from tasks.synthesis.labels import labels
+from tasks.lake.files import Lake, LakeWrite
+from tasks.common.llm import LLMConfig
+from tasks.synthesis.modeling import build_blueprint
+from tasks.reporting.html import render_html
+from tasks.reporting.layout import (
+    dimension_groups,
+    figure,
+    linkable,
+    source_numbers,
+    summary_items,
+    unique_citations,
+)
+from tasks.synthesis.synthesizer import synthesize_task
+
+FORMATS = {"md": "report.md", "html": "report.html", "json": "report.json"}
+
+
+class ReportNotFound(UnknownTask):
+    """No report has been published for the task. (An UnknownTask, so the
+    CLI's existing handler prints it as a one-line error.)"""
+
+
+# -- numbering -----------------------------------------------------------------
+
+def note_numbers(synthesis: SynthesisResult) -> dict[str, int]:
+    """source_id → note number, in the order a reader meets the citations
+    (summary, findings by dimension, data points, contradictions and gaps)."""
+    numbers: dict[str, int] = {}
+    insights = [*summary_items(synthesis), *(i for g in dimension_groups(synthesis).values() for i in g)]
+    items = [*(synthesis.synthesized_insights[i] for i in insights), *synthesis.key_data_points,
+             *synthesis.contradictions_or_gaps]
+    for item in items:
+        for citation in unique_citations(item.citations):
+            numbers.setdefault(citation.source_id, len(numbers) + 1)
+    return numbers
+
+
+def report_sources(synthesis: SynthesisResult, numbers: dict[str, int]) -> list[ReportSource]:
+    first = {}
+    for c in synthesis.all_citations():
+        first.setdefault(c.source_id, c)
+    return [ReportSource(title=first[sid].title or first[sid].url, url=first[sid].url, noteIndex=n,
+                         domain=first[sid].domain, sourceId=sid)
+            for sid, n in sorted(numbers.items(), key=lambda kv: kv[1])]
+
+
+# -- Markdown ------------------------------------------------------------------
+
+_MD_SPECIAL = str.maketrans({c: f"\\{c}" for c in "\\`*_[]<>|#"})
+
+
+def md_text(text: str) -> str:
+    """Untrusted text made inert in Markdown: one line, specials escaped (a
+    title like <script> stays text in any renderer)."""
+    return " ".join((text or "").split()).translate(_MD_SPECIAL)
+
+
+def md_url(url: str) -> str:
+    return "".join({" ": "%20", "(": "%28", ")": "%29", "<": "%3C", ">": "%3E"}.get(ch, ch) for ch in url.strip())
+
+
+def md_cites(citations: Iterable[Citation], numbers: dict[str, int]) -> str:
+    marks = []
+    for c in unique_citations(citations):
+        label = f"{numbers[c.source_id]}{'' if c.verified else '?'}"
+        marks.append(f"[\\[{label}\\]]({md_url(c.url)})" if linkable(c.url) else f"\\[{label}\\]")
+    return (" " + " ".join(marks)) if marks else ""
+
+
+def _md_findings(s: SynthesisResult, numbers: dict[str, int], lab: dict) -> list[str]:
+    lines = [f"## {lab['findings']}", ""]
+    if not s.synthesized_insights:
+        return lines + [lab["nothing"], ""]
+    for dimension, indices in dimension_groups(s).items():
+        lines += [f"### {md_text(dimension) if dimension else lab['general']}", ""]
+        lines += [f"- {md_text(s.synthesized_insights[i].text)}{md_cites(s.synthesized_insights[i].citations, numbers)}"
+                  for i in indices]
+        lines.append("")
+    return lines
+
+
+def _md_data(s: SynthesisResult, numbers: dict[str, int], lab: dict) -> list[str]:
+    if not s.key_data_points:
+        return []
+    lines = [f"## {lab['data']}", "", f"| {lab['value']} | {lab['measure']} | {lab['cited']} |", "| --- | --- | --- |"]
+    lines += [f"| {md_text(figure(p.value, p.unit))} | {md_text(p.measure)} |{md_cites(p.citations, numbers)} |"
+              for p in s.key_data_points]
+    return lines + [""]
+
+
+def _md_issues(s: SynthesisResult, numbers: dict[str, int], lab: dict) -> list[str]:
+    if not s.contradictions_or_gaps:
+        return []
+    lines = [f"## {lab['issues']}", ""]
+    for item in s.contradictions_or_gaps:
+        kind = lab["contradiction_kind" if item.kind == "contradiction" else "gap_kind"]
+        lines.append(f"- **{kind}**: {md_text(item.description)}{md_cites(item.citations, numbers)}")
+    return lines + [""]
+
+
+def _md_model(b: ModelBlueprint | None, lab: dict) -> list[str]:
+    if b is None or not (b.coreDrivers or b.metrics or b.scenarios):
+        return []
+    lines = [f"## {lab['model']}", ""]
+    if b.coreDrivers:
+        lines += [f"### {lab['drivers']}", ""]
+        lines += [f"- **{md_text(d.name)}**: {md_text(d.description)}" for d in b.coreDrivers] + [""]
+    if b.relationships:
+        lines += [f"### {lab['relationships']}", ""]
+        lines += [f"- {md_text(r.from_)} → {md_text(r.to)} ({md_text(r.type)}, {r.confidence:.2f})"
+                  for r in b.relationships] + [""]
+    if b.scenarios:
+        lines += [f"### {lab['scenarios']}", ""]
+        lines += [f"- **{md_text(x.name)}** ({x.confidence:.2f}): {md_text('; '.join(x.outcomes))}"
+                  for x in b.scenarios] + [""]
+    if b.metrics:
+        lines += [f"### {lab['metrics']}", ""]
+        lines += [f"- {md_text(m.name)}: {md_text(figure(m.estimate, m.unit))} ({m.confidence:.2f})"
+                  for m in b.metrics] + [""]
+    return lines
+
+
+def _md_sources(sources: list[ReportSource], lab: dict) -> list[str]:
+    lines = [f"## {lab['sources']}", ""]
+    if not sources:
+        return lines + [f"> **{lab['no_citations']}**", ""]
+    for src in sources:
+        title = md_text(src.title)
+        shown = f"[{title}]({md_url(src.url)})" if linkable(src.url) else f"{title} ({md_text(src.url)})"
+        lines.append(f"{src.noteIndex}. {shown} — {md_text(src.domain)}")
+    return lines + [""]
+
+
+def render_markdown_text(s: SynthesisResult, b: ModelBlueprint | None, sources: list[ReportSource],
+                         meta: ReportMetadata) -> str:
+    lab = labels(s.language)
+    numbers = source_numbers(sources)
+    lines = [f"# {md_text(s.question) or lab['title']}", "",
+             f"*{lab['synthesizer']}: {md_text(s.synthesizer)} · {lab['generated']}: {meta.generatedAt} · "
+             f"{lab['sources']}: {len(sources)}/{len(s.sources)}*", ""]
+    lines += [f"## {lab['summary']}", ""]
+    top = [s.synthesized_insights[i] for i in summary_items(s)]
+    lines += [f"- {md_text(i.text)}{md_cites(i.citations, numbers)}" for i in top] or [lab["nothing"]]
+    lines.append("")
+    lines += _md_findings(s, numbers, lab) + _md_data(s, numbers, lab) + _md_issues(s, numbers, lab)
+    lines += _md_model(b, lab) + _md_sources(sources, lab)
+    if meta.warnings:
+        lines += [f"## {lab['warnings']}", ""] + [f"- {md_text(w)}" for w in meta.warnings] + [""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+# -- the report ----------------------------------------------------------------
+
+def _outline(s: SynthesisResult, b: ModelBlueprint | None, sources: list[ReportSource]) -> list[OutlineSection]:
+    lab = labels(s.language)
+    sections = [OutlineSection(heading=lab["summary"],
+                               bullets=[s.synthesized_insights[i].text for i in summary_items(s)])]
+    for dimension, indices in dimension_groups(s).items():
+        sections.append(OutlineSection(heading=f"{lab['findings']}: {dimension or lab['general']}",
+                                       bullets=[s.synthesized_insights[i].text for i in indices]))
+    if s.key_data_points:
+        sections.append(OutlineSection(heading=lab["data"], bullets=[
+            f"{p.measure}: {figure(p.value, p.unit)}" for p in s.key_data_points]))
+    if s.contradictions_or_gaps:
+        sections.append(OutlineSection(heading=lab["issues"], bullets=[i.description for i in s.contradictions_or_gaps]))
+    if b is not None and b.coreDrivers:
+        sections.append(OutlineSection(heading=lab["drivers"], bullets=[d.name for d in b.coreDrivers]))
+    sections.append(OutlineSection(heading=lab["sources"], bullets=[f"[{x.noteIndex}] {x.title}" for x in sources]
+                                   or [lab["no_citations"]]))
+    return sections
+
+
+def build_report(synthesis: SynthesisResult, blueprint: ModelBlueprint | None = None, *,
+                 task_id: str | None = None, generated_at: datetime | None = None) -> ResearchReport:
+    """The ResearchReport of a synthesis (and blueprint): markdown with
+    numbered, linked citations, outline, cited sources, metadata."""
+    started = time.monotonic()
+    numbers = note_numbers(synthesis)
+    sources = report_sources(synthesis, numbers)
+    citations = synthesis.all_citations()
+    model_ms = blueprint.metadata.durationMs if blueprint else 0
+    meta = ReportMetadata(
+        taskId=task_id or synthesis.task_id, question=synthesis.question, language=synthesis.language,
+        synthesizer=synthesis.synthesizer,
+        generatedAt=(generated_at or datetime.now(timezone.utc)).isoformat(timespec="seconds"),
+        sourceCount=len(synthesis.sources), citationCount=len(citations),
+        unverifiedCount=sum(1 for c in citations if not c.verified),
+        insightCount=len(synthesis.synthesized_insights), noCitations=not citations,
+        tokens=synthesis.tokens + (blueprint.metadata.tokens if blueprint else 0),
+        warnings=[*synthesis.warnings, *(blueprint.metadata.warnings if blueprint else [])])
+    markdown = render_markdown_text(synthesis, blueprint, sources, meta)
+    report_ms = int((time.monotonic() - started) * 1000)
+    meta.stepDurationsMs = {"synthesis": synthesis.duration_ms, "modeling": model_ms, "reporting": report_ms}
+    meta.durationMs = synthesis.duration_ms + model_ms + report_ms
+    return ResearchReport(markdown=markdown, outline=_outline(synthesis, blueprint, sources), sources=sources,
+                          metadata=meta, synthesis=synthesis, model=blueprint)
+
+
+def render_markdown(report: ResearchReport) -> str:
+    return report.markdown
+
+
+def render_json(report: ResearchReport) -> str:
+    return json.dumps(report.to_contract(), ensure_ascii=False, indent=2) + "\n"
+
+
+# -- the lake ---------------------------------------------------------------------
+
+def report_keys(task_id: str) -> dict[str, str]:
+    return {fmt: Lake.report_key(task_id, name) for fmt, name in FORMATS.items()}
+
+
+def _row(task_id: str, report: ResearchReport, synthesis: SynthesisResult, keys: dict[str, str]) -> list:
+    citations = synthesis.all_citations()
+    meta = report.metadata
+    return [task_id, datetime.fromisoformat(meta.generatedAt) if meta.generatedAt else datetime.now(timezone.utc),
+            synthesis.question, synthesis.language, synthesis.synthesizer, len(synthesis.sources),
+            len(report.sources), len(citations), sum(1 for c in citations if not c.verified),
+            len(synthesis.synthesized_insights), len(meta.warnings), keys["md"], keys["html"], keys["json"],
+            meta.durationMs, meta.tokens]
+
+
+def publish_report(catalog: Catalog, task_id: str, report: ResearchReport, synthesis: SynthesisResult,
+                   blueprint: ModelBlueprint | None) -> dict[str, str]:
+    """Stage report.md/.json/.html and record the task's `reports` row in one
+    commit: readers see the old report or the new one, never a mix."""
+    if report.synthesis is None or report.model is None:
+        # report.json should carry its evidence even if the caller built the
+        # report by hand; don't mutate the caller's object.
+        report = report.model_copy(update={"synthesis": report.synthesis or synthesis,
+                                           "model": report.model or blueprint})
+    keys = report_keys(task_id)
+    write = LakeWrite(catalog.lake)
+    write.stage_bytes(keys["md"], render_markdown(report).encode("utf-8"))
+    write.stage_bytes(keys["json"], render_json(report).encode("utf-8"))
+    write.stage_bytes(keys["html"], render_html(report).encode("utf-8"))
+
+    def record(cat: Catalog) -> None:
+        cat.run("report_delete", [task_id])
+        cat.run("report_insert", _row(task_id, report, synthesis, keys))
+
+    catalog.commit_write(write, record)
+    return keys
+
+
+def load_report(catalog: Catalog, task_id: str, fmt: str = "md") -> str:
+    """The text of a task's published report in `fmt` (md, html or json)."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown report format {fmt!r}: use md, html or json")
+    rows = catalog.rows("report_paths", [task_id])
+    if not rows:
+        raise ReportNotFound(f"no report has been published for task {task_id!r}")
+    key = dict(zip(("md", "html", "json"), rows[0]))[fmt]
+    return catalog.lake.read_bytes(key).decode("utf-8")
+
+
+# -- the whole step ---------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PublishedReport:
+    report: ResearchReport
+    keys: dict[str, str]
+
+
+def report_task(catalog: Catalog, task_id: str, plan: dict | None = None, *, question: str | None = None,
+                llm: LLMConfig | None = None, client: httpx.Client | None = None,
+                source_ids: list[str] | None = None) -> PublishedReport:
+    """synthesize → model → report → publish, for one consolidated task
+    (restricted to `source_ids` when a governed run selected them)."""
+    synthesis = synthesize_task(catalog, task_id, plan, question=question, llm=llm, client=client,
+                                source_ids=source_ids)
+    blueprint = build_blueprint(synthesis, llm=llm, client=client)
+    report = build_report(synthesis, blueprint, task_id=task_id)
+    return PublishedReport(report, publish_report(catalog, task_id, report, synthesis, blueprint))

@@ -1,0 +1,54 @@
+"""What a research run keeps in the lake besides bundles: its plan and the
+planner's raw answer, and which of its queries already landed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from schemas.plan import ResearchPlan
+from tasks.lake.catalog import Catalog
+from tasks.lake.files import Lake, LakeWrite
+from tasks.retrieval.planning import PlanOutcome
+
+
+class QuestionMismatch(ValueError):
+    """A task id was reused for a different question."""
+
+
+def stored_plan(catalog: Catalog, task_id: str) -> ResearchPlan | None:
+    rows = catalog.rows("plan_latest", [task_id])
+    return ResearchPlan.model_validate_json(rows[0][0]) if rows else None
+
+
+def store_plan(catalog: Catalog, task_id: str, run_id: str, outcome: PlanOutcome) -> str:
+    write = LakeWrite(catalog.lake)
+    plan_key = Lake.run_key(task_id, run_id, "plan.json")
+    write.stage_bytes(plan_key, outcome.plan.model_dump_json(indent=2).encode())
+    if outcome.raw_answer is not None:
+        write.stage_bytes(Lake.run_key(task_id, run_id, "planner_answer.txt"), outcome.raw_answer.encode())
+    plan = outcome.plan
+
+    def record(cat: Catalog) -> None:
+        cat.run("plan_insert", [task_id, run_id, plan.question, plan.planner, plan.fallback_reason,
+                                len(plan.queries), plan.model_dump_json(), outcome.raw_answer, plan_key])
+
+    catalog.commit_write(write, record)
+    return plan_key
+
+
+def landed_query_ids(catalog: Catalog, task_id: str) -> set[str]:
+    return {row[0] for row in catalog.rows("landed_query_ids", [task_id])}
+
+
+def log_skipped_files(catalog: Catalog, task_id: str, skipped) -> None:
+    """Library files that could not be indexed, in the task's error log."""
+    for skip in skipped:
+        catalog.run("error_log_add", [task_id, "library", Path(skip.path).as_uri() if skip.path.startswith("/") else skip.path,
+                                      "unreadable", "library_index", skip.reason])
+
+
+def selected_source_ids(catalog: Catalog, task_id: str) -> list[str] | None:
+    """What the task's latest complete run selected; None when no run
+    selected anything (then a report covers the consolidated sources)."""
+    ids = [row[0] for row in catalog.rows("selection_latest", [task_id])]
+    return ids or None

@@ -1,0 +1,108 @@
+"""Planning: a question becomes a ResearchPlan, by an LLM when one is
+configured (THOUGHT/JSON answer, repaired) and otherwise by question
+decomposition and keyword expansion. An unusable LLM answer falls back to
+the keyword planner, and the plan says why."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+
+import httpx
+
+from schemas.plan import PlannedQuery, ResearchPlan, SearchSummary
+from tasks.common.llm import FORMAT_INSTRUCTIONS, LLMConfig, LLMError, chat, parse_json_answer
+from tasks.common.text import is_cjk, keywords, phrases
+
+INTENT_KEYS = {"academic": "academic_queries", "news": "news_queries",
+               "web": "web_queries", "library": "library_queries"}
+MAX_DIMENSIONS = 6
+
+
+@dataclass
+class PlanOutcome:
+    plan: ResearchPlan
+    raw_answer: str | None = None  # the LLM's answer as received, kept for debugging
+
+
+class EmptyQuestion(ValueError):
+    pass
+
+
+def plan_question(question: str, *, max_per_intent: int, llm: LLMConfig | None = None,
+                  client: httpx.Client | None = None) -> PlanOutcome:
+    question = " ".join(question.split())
+    if not question:
+        raise EmptyQuestion("the question is empty")
+    if llm is None:
+        return PlanOutcome(keyword_plan(question, max_per_intent))
+    try:
+        answer = chat(llm, planner_messages(question, max_per_intent), client=client)
+    except LLMError as exc:
+        return PlanOutcome(keyword_plan(question, max_per_intent, fallback_reason=str(exc)))
+    try:
+        plan = plan_from_answer(question, answer.content, max_per_intent)
+    except (LLMError, ValueError) as exc:
+        reason = f"the planner's answer was unusable: {str(exc).splitlines()[0]}"
+        return PlanOutcome(keyword_plan(question, max_per_intent, fallback_reason=reason), answer.content)
+    return PlanOutcome(plan, answer.content)
+
+
+def planner_messages(question: str, max_per_intent: int) -> list[dict]:
+    language = "Chinese" if is_cjk(question) else "the question's language"
+    system = (
+        "You plan literature and web searches for a research question. "
+        f"{FORMAT_INSTRUCTIONS} The JSON object has the keys: "
+        '"search_summary": {"interpreted_topic": str, "key_dimensions": [str]}, '
+        '"academic_queries": [str], "news_queries": [str], "web_queries": [str], "library_queries": [str]. '
+        f"At most {max_per_intent} queries per list; short keyword queries a search engine understands; "
+        f"write summary and dimensions in {language}. Today is {date.today().isoformat()}."
+    )
+    return [{"role": "system", "content": system}, {"role": "user", "content": question}]
+
+
+def plan_from_answer(question: str, answer: str, max_per_intent: int) -> ResearchPlan:
+    doc = parse_json_answer(answer)
+    summary = doc.get("search_summary") or {}
+    if not isinstance(summary, dict) or not summary.get("interpreted_topic"):
+        raise LLMError("search_summary.interpreted_topic is missing")
+    queries = []
+    for intent, key in INTENT_KEYS.items():
+        texts = [t for t in (doc.get(key) or []) if isinstance(t, str) and t.strip()]
+        queries += [PlannedQuery(intent=intent, text=t) for t in _unique(texts)[:max_per_intent]]
+    if not queries:
+        raise LLMError("the plan has no queries")
+    dimensions = [str(d) for d in summary.get("key_dimensions") or [] if str(d).strip()]
+    return ResearchPlan(question=question, planner="llm", queries=queries,
+                        search_summary=SearchSummary(interpreted_topic=str(summary["interpreted_topic"]),
+                                                     key_dimensions=dimensions))
+
+
+def keyword_plan(question: str, max_per_intent: int, *, fallback_reason: str | None = None) -> ResearchPlan:
+    """Decompose the question into its phrases (the dimensions) and expand its
+    keywords per intent."""
+    words = keywords(question)
+    dimensions = _unique(phrases(question))[:MAX_DIMENSIONS] or [" ".join(words[:5]) or question]
+    core = " ".join(words[:8]) or question
+    study, survey, latest = ("研究", "综述", "最新") if is_cjk(question) else ("study", "survey", "latest")
+    year = date.today().year
+    candidates = {
+        "library": [question] + dimensions + [core],
+        "web": [question] + dimensions + [core],
+        "academic": [core] + [f"{d} {study}" for d in dimensions] + [f"{core} {survey}"],
+        "news": [f"{core} {year}", f"{core} {latest}"] + dimensions,
+    }
+    queries = [PlannedQuery(intent=intent, text=text)
+               for intent, texts in candidates.items() for text in _unique(texts)[:max_per_intent]]
+    return ResearchPlan(question=question, planner="keywords", fallback_reason=fallback_reason, queries=queries,
+                        search_summary=SearchSummary(interpreted_topic=core, key_dimensions=dimensions))
+
+
+def _unique(texts: list[str]) -> list[str]:
+    seen, kept = set(), []
+    for text in texts:
+        key = " ".join(text.lower().split())
+        if key and key not in seen:
+            seen.add(key)
+            kept.append(text)
+    return kept

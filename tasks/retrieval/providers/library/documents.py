@@ -1,0 +1,366 @@
+"""Documents as text: walk a folder (or Python's own docs), extract each
+file's title and plain text, and cut the text into passages. Nothing here
+touches the catalog; tasks/retrieval/providers/library/index.py indexes what this produces.
+
+A *corpus* is one source of documents:
+- a folder of the user's documents (`settings.library`): Markdown (.md,
+  .markdown), text (.txt, .rst), HTML (.html, .htm), and PDF when the optional
+  `pypdf` package is installed. Hidden files and folders are not walked;
+  files of other types are ignored. Document URLs are `file://` URLs.
+- with no folder configured, Python's language reference as shipped with
+  every CPython (`pydoc_data.topics`): one document per topic, with its
+  docs.python.org URL (see PYDOC_PAGES) — offline, nothing to download.
+
+Files that cannot be read or have no text become `Skip`s (path, reason) from
+the walk, or `SkipFile` from `extract`, for the caller's error log.
+
+Passages: paragraphs (blank-line separated) packed into spans of at most
+PASSAGE_CHARS characters (about 250 English words); longer paragraphs are
+cut at sentence ends, else at spaces. A hit's snippet is its best passage.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from tasks.common.settings import Settings
+
+SUFFIX_KINDS = {
+    ".md": "markdown", ".markdown": "markdown",
+    ".txt": "text", ".rst": "rst",
+    ".html": "html", ".htm": "html",
+    ".pdf": "pdf",
+}
+MAX_FILE_BYTES = 50_000_000  # larger files are skipped: not "documents" one reads
+PASSAGE_CHARS = 1500
+
+
+@dataclass(frozen=True)
+class Skip:
+    """A file that was not indexed, and why (one line, for the error log)."""
+
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A file (or topic) that may be indexed; `read` fetches its bytes."""
+
+    path: str
+    url: str
+    kind: str
+    mtime: float
+    size: int
+    read: Callable[[], bytes]
+
+
+@dataclass(frozen=True)
+class Corpus:
+    key: str
+    root: str
+    walk: Callable[[], Iterator[Candidate | Skip]]
+
+
+class SkipFile(Exception):
+    """This file cannot be indexed; the message is the reason."""
+
+
+# -- which corpus -------------------------------------------------------------
+
+def corpus_for(settings: Settings) -> Corpus:
+    """The configured folder, or Python's docs when none is configured.
+    A configured folder that does not exist is a ValueError."""
+    if settings.library is None:
+        return pydoc_corpus()
+    root = Path(settings.library).expanduser()
+    if not root.is_dir():
+        raise ValueError(f"library folder {str(root)!r} does not exist or is not a folder")
+    root = root.resolve()
+    return Corpus(key=f"folder:{root}", root=str(root), walk=lambda: walk_folder(root))
+
+
+def walk_folder(root: Path) -> Iterator[Candidate | Skip]:
+    failed_dirs: list[Skip] = []
+
+    def on_error(error: OSError) -> None:
+        where = Path(error.filename).relative_to(root).as_posix() if error.filename else "."
+        failed_dirs.append(Skip(where, f"unreadable folder: {error.strerror or error}"))
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=on_error):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in sorted(filenames):
+            kind = SUFFIX_KINDS.get(Path(name).suffix.lower())
+            if name.startswith(".") or kind is None:
+                continue
+            yield _candidate(root, Path(dirpath) / name, kind)
+    yield from failed_dirs
+
+
+def _candidate(root: Path, path: Path, kind: str) -> Candidate | Skip:
+    relative = path.relative_to(root).as_posix()
+    try:
+        info = path.stat()  # follows symlinks: a dangling one fails here
+    except OSError as error:
+        return Skip(relative, f"unreadable: {error.strerror or error}")
+    if not stat.S_ISREG(info.st_mode):  # a FIFO named x.txt would block a read
+        return Skip(relative, "not a regular file")
+    if info.st_size > MAX_FILE_BYTES:
+        return Skip(relative, f"too large ({info.st_size:,} bytes; limit {MAX_FILE_BYTES:,})")
+    return Candidate(relative, path.as_uri(), kind, info.st_mtime, info.st_size, path.read_bytes)
+
+
+# -- Python's own documentation -----------------------------------------------
+
+# The docs.python.org page of each pydoc topic. A topic name is a Sphinx label,
+# and Sphinx keeps labels as HTML ids, so `<page>.html#<topic>` lands on the
+# section; the pages were checked against the Python 3.11 HTML docs. A topic
+# not listed here (newer Pythons add some) gets a file: URL of topics.py.
+_PAGE_TOPICS = {
+    "reference/simple_stmts": "assert assignment augassign break continue del global import nonlocal "
+                              "pass raise return yield",
+    "reference/compound_stmts": "async class compound else for function if try while with",
+    "reference/expressions": "atom-identifiers atom-literals attribute-references await binary bitwise "
+                             "booleans calls comparisons conversions dict exprlists in lambda lists "
+                             "operator-summary power shifting slicings subscriptions unary",
+    "reference/datamodel": "attribute-access callable-types context-managers customization numeric-types "
+                           "objects sequence-types specialnames types",
+    "reference/executionmodel": "dynamic-features exceptions execmodel naming",
+    "reference/lexical_analysis": "floating id-classes identifiers imaginary integers numbers strings",
+    "library/stdtypes": "bltin-code-objects bltin-ellipsis-object bltin-null-object bltin-type-objects "
+                        "specialattrs string-methods truth typesfunctions typesmapping typesmethods "
+                        "typesmodules typesseq typesseq-mutable",
+    "library/string": "formatstrings",
+    "library/pdb": "debugger",
+}
+PYDOC_PAGES = {topic: page for page, topics in _PAGE_TOPICS.items() for topic in topics.split()}
+
+
+def pydoc_url(topic: str, topics_file: Path) -> str:
+    """A topic's URL carries `?topic=`: source ids ignore fragments, and each
+    topic (a part of a page) must stay its own source."""
+    page = PYDOC_PAGES.get(topic)
+    if page is None:
+        return f"{topics_file.as_uri()}?topic={topic}"
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    return f"https://docs.python.org/{version}/{page}.html?topic={topic}#{topic}"
+
+
+def pydoc_corpus() -> Corpus:
+    from pydoc_data import topics as module  # ships with CPython
+
+    topics_file = Path(module.__file__).resolve()
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+
+    def walk() -> Iterator[Candidate]:
+        mtime = topics_file.stat().st_mtime
+        for topic in sorted(module.topics):
+            data = module.topics[topic].encode("utf-8")
+            yield Candidate(topic, pydoc_url(topic, topics_file), "pydoc", mtime, len(data),
+                            lambda data=data: data)
+
+    return Corpus(key=f"pydoc:{version}", root=str(topics_file), walk=walk)
+
+
+# -- text extraction ----------------------------------------------------------
+
+@dataclass(frozen=True)
+class Extracted:
+    title: str
+    text: str
+
+
+def extract(kind: str, data: bytes, name: str) -> Extracted:
+    """Title and plain text of one document; SkipFile when there is none."""
+    if kind == "pdf":
+        title, text = _pdf(data)
+    elif kind == "html":
+        title, text = _html(decode(data))
+    else:
+        text = decode(data).replace("\r\n", "\n").replace("\r", "\n")
+        if kind == "markdown":
+            title, text = _markdown(text)
+        else:
+            title = _underlined_title(text) if kind in ("rst", "text") else _first_line(text)
+    if not text.strip():
+        raise SkipFile("no text")
+    return Extracted(title=(title or Path(name).stem).strip()[:500], text=text)
+
+
+def decode(data: bytes) -> str:
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        try:
+            return data.decode("utf-16")
+        except UnicodeDecodeError:
+            raise SkipFile("undecodable UTF-16 text") from None
+    if b"\x00" in data[:8192]:
+        raise SkipFile("binary file (NUL bytes)")
+    # UTF-8 first; cp1252 reads most older Western text files.
+    for encoding in ("utf-8-sig", "cp1252"):
+        try:
+            text = data.decode(encoding)
+            break
+        except UnicodeDecodeError:
+            continue
+    else:
+        raise SkipFile("binary or undecodable file (neither UTF-8 nor cp1252)")
+    sample = text[:4096]
+    controls = sum(1 for ch in sample if ord(ch) < 32 and ch not in "\t\n\r\f")
+    if sample and controls > len(sample) * 0.05:
+        raise SkipFile("binary file (control characters)")
+    return text
+
+
+_FRONT_MATTER = re.compile(r"\A---\n(.*?)\n(?:---|\.\.\.)\n", re.S)
+_ATX = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)[ \t#]*$")
+_FENCE = re.compile(r"^ {0,3}(```|~~~)")
+_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
+
+
+def _markdown(text: str) -> tuple[str | None, str]:
+    title = None
+    front = _FRONT_MATTER.match(text)
+    if front:
+        text = text[front.end():]
+        found = re.search(r"^title:[ \t]*(.+)$", front.group(1), re.M)
+        title = found.group(1).strip().strip("\"'") if found else None
+    return title or _markdown_heading(text), text
+
+
+def _markdown_heading(text: str) -> str | None:
+    lines = text.split("\n")
+    fenced = False
+    for index, line in enumerate(lines):
+        if _FENCE.match(line):
+            fenced = not fenced
+        if fenced:
+            continue
+        if match := _ATX.match(line):
+            return match.group(1)
+        following = lines[index + 1] if index + 1 < len(lines) else ""
+        if line.strip() and _SETEXT.match(following):
+            return line.strip()
+    return None
+
+
+def _underlined_title(text: str) -> str | None:
+    """reStructuredText-style: a line underlined with a repeated punctuation."""
+    lines = [line.rstrip() for line in text.split("\n")[:40]]
+    for index, line in enumerate(lines[:-1]):
+        under = lines[index + 1]
+        if (line.strip() and not re.fullmatch(r"(\W)\1*", line.strip())
+                and re.fullmatch(r"([=\-~^*#+`:.'\"_])\1{2,}", under) and len(under) >= len(line.strip()) * 0.6):
+            return line.strip()
+    return None
+
+
+def _first_line(text: str) -> str | None:
+    return next((line.strip() for line in text.split("\n") if line.strip()), None)
+
+
+_BLOCKS = ("p,div,section,article,main,header,footer,aside,blockquote,pre,table,tr,ul,ol,li,dl,dt,dd,"
+           "h1,h2,h3,h4,h5,h6,br,hr,figure,figcaption,form,fieldset,details,summary")
+_HIDDEN = "script,style,noscript,template,svg,nav,iframe,object"
+
+
+def _html(markup: str) -> tuple[str | None, str]:
+    from selectolax.lexbor import LexborHTMLParser
+
+    tree = LexborHTMLParser(markup)
+    title_node = tree.css_first("title") or tree.css_first("h1")
+    title = " ".join(title_node.text().split()) if title_node else None
+    for node in tree.css(_HIDDEN):
+        node.decompose()
+    # Blocks become blank-line separated paragraphs, so passages keep the
+    # document's structure instead of one run-on line.
+    for node in tree.css(_BLOCKS):
+        node.insert_before("\n\n")
+        node.insert_after("\n\n")
+    root = tree.body or tree.root
+    raw = root.text(separator="", strip=False) if root else ""
+    lines = (" ".join(line.split()) for line in raw.split("\n"))
+    text = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+    return title or None, text
+
+
+def _pdf(data: bytes) -> tuple[str | None, str]:
+    try:
+        import pypdf  # optional: `pip install pypdf` to index PDFs
+    except ImportError:
+        raise SkipFile("PDF support needs the optional 'pypdf' package") from None
+    import io
+
+    try:
+        reader = pypdf.PdfReader(io.BytesIO(data))
+        if reader.is_encrypted:
+            raise SkipFile("encrypted PDF")
+        pages = [page.extract_text() or "" for page in reader.pages]
+        title = reader.metadata.title if reader.metadata else None
+    except SkipFile:
+        raise
+    except Exception as error:  # pypdf raises many types on malformed input; a bad file is a skip
+        raise SkipFile(f"unreadable PDF: {type(error).__name__}: {error}"[:300]) from None
+    text = "\n\n".join(page.strip() for page in pages if page.strip())
+    return (title or _first_line(text)), text
+
+
+# -- passages -----------------------------------------------------------------
+
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n\s*")
+_SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+|(?<=[。！？；])")
+_SPACE = re.compile(r"\s+")
+
+
+def passages(text: str, limit: int = PASSAGE_CHARS) -> list[tuple[int, int]]:
+    """(start, end) spans of the text: whole paragraphs packed up to `limit`
+    characters; a longer paragraph is cut into pieces first."""
+    spans: list[tuple[int, int]] = []
+    start = end = None
+    for piece_start, piece_end in _pieces(text, limit):
+        if start is not None and piece_end - start > limit:
+            spans.append((start, end))
+            start = None
+        if start is None:
+            start = piece_start
+        end = piece_end
+    if start is not None:
+        spans.append((start, end))
+    return spans
+
+
+def _pieces(text: str, limit: int) -> Iterator[tuple[int, int]]:
+    position = 0
+    for match in _PARAGRAPH_BREAK.finditer(text):
+        yield from _split_long(text, position, match.start(), limit)
+        position = match.end()
+    yield from _split_long(text, position, len(text), limit)
+
+
+def _split_long(text: str, start: int, end: int, limit: int) -> Iterator[tuple[int, int]]:
+    while start < end and text[start].isspace():
+        start += 1
+    while end - start > limit:
+        cut = _cut_point(text, start, start + limit)
+        yield start, cut
+        start = cut
+        while start < end and text[start].isspace():
+            start += 1
+    if end > start:
+        yield start, end
+
+
+def _cut_point(text: str, low: int, high: int) -> int:
+    """Cut at the last sentence end in the window's second half, else at the
+    last space there, else hard (a run with no spaces, e.g. CJK or base64)."""
+    window = text[low:high]
+    for pattern in (_SENTENCE_END, _SPACE):
+        cuts = [m.start() for m in pattern.finditer(window) if m.start() > len(window) // 2]
+        if cuts:
+            return low + cuts[-1]
+    return high

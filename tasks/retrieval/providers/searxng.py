@@ -1,0 +1,95 @@
+"""SearXNG (self-hosted metasearch): GET {SEARXNG_URL}/search?format=json.
+
+Two quirks shape this module (spec/providers.md §6):
+- JSON output must be enabled in the instance's settings.yml
+  (`search.formats`); otherwise it answers 403, reported as `json_disabled`.
+- When every engine fails the answer is still HTTP 200 with no results and
+  only `unresponsive_engines` filled; that is an error, not an empty page.
+There is no result-count parameter: one page is fetched and cut.
+"""
+
+from __future__ import annotations
+
+from tasks.common.settings import Settings
+from tasks.retrieval.providers.base import Hit, ProviderError, Query
+from tasks.retrieval.providers.api import (
+    ApiProvider,
+    as_list,
+    dict_items,
+    keep,
+    make_hit,
+    parse_datetime,
+    scale_by_max,
+    strip_markup,
+    text_or_none,
+)
+
+# SearXNG's standard categories for the intents it can serve.
+CATEGORY_BY_INTENT = {"news": "news", "academic": "science"}
+
+
+class SearxngProvider(ApiProvider):
+    name = "searxng"
+    intents = frozenset({"web", "news"})
+    uses_intent = True  # the request differs by intent (news vs general)
+    # Replaced per instance by the configured URL; until then a reserved
+    # (.invalid, RFC 2606) name, still a valid URL for a failed item.
+    endpoint = "https://searxng.invalid/search"
+    key_setting = "searxng_url"
+
+    def __init__(self, settings: Settings, client):
+        super().__init__(settings, client)
+        if settings.searxng_url:
+            self.endpoint = settings.searxng_url.rstrip("/") + "/search"
+
+    def search(self, query: Query, max_results: int) -> list[Hit]:
+        self.require_key()
+        params = {"q": query.text, "format": "json", "pageno": 1}
+        if query.intent in CATEGORY_BY_INTENT:
+            params["categories"] = CATEGORY_BY_INTENT[query.intent]
+        try:
+            # The instance URL is not a secret; nothing to scrub.
+            payload = self.get_json(self.endpoint, params=params, secrets=())
+        except ProviderError as exc:
+            if exc.http_status == 403:
+                raise ProviderError(
+                    "json_disabled",
+                    f"searxng: {self.endpoint} answered 403: enable 'json' under search.formats "
+                    "in the instance's settings.yml (or the instance refuses this client)",
+                    http_status=403,
+                ) from None
+            raise
+        results = dict_items(self, payload, "results")
+        unresponsive = _unresponsive(payload)
+        if not results and unresponsive:
+            raise self.bad_response("no results, all engines unresponsive: " + "; ".join(unresponsive))
+        scores = scale_by_max([r.get("score") for r in results])
+        hits = (_hit(r, score) for r, score in zip(results, scores))
+        return keep(hits, max_results)
+
+
+def _unresponsive(payload: dict) -> list[str]:
+    """`[engine, reason]` pairs as "engine (reason)" strings."""
+    named = []
+    for entry in as_list(payload.get("unresponsive_engines")):
+        if isinstance(entry, list) and entry:
+            reason = f" ({entry[1]})" if len(entry) > 1 and entry[1] else ""
+            named.append(f"{entry[0]}{reason}")
+        elif isinstance(entry, str):
+            named.append(entry)
+    return named
+
+
+def _hit(result: dict, score: float | None) -> Hit | None:
+    return make_hit(
+        url=result.get("url"),
+        title=strip_markup(result.get("title")),
+        snippet=strip_markup(result.get("content")),
+        published_at=parse_datetime(result.get("publishedDate")),
+        provider_score=score,
+        extra={
+            "engines": [e for e in as_list(result.get("engines")) if isinstance(e, str)],
+            "category": text_or_none(result.get("category")),
+            "doi": text_or_none(result.get("doi")),
+        },
+    )

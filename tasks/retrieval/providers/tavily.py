@@ -1,0 +1,53 @@
+"""Tavily search: POST https://api.tavily.com/search, Bearer auth.
+
+Tavily returns a relevance `score` in [0, 1] and, for topic "news", a
+`published_date`. News-intent queries ask for topic "news" to get those dates.
+"""
+
+from __future__ import annotations
+
+from tasks.retrieval.providers.base import Hit, Query
+from tasks.retrieval.providers.api import (
+    ApiProvider,
+    dict_items,
+    keep,
+    make_hit,
+    parse_datetime,
+    per_call,
+    text_or_none,
+    unit_score,
+)
+
+MAX_PER_CALL = 20  # documented range of max_results: 0-20
+
+
+class TavilyProvider(ApiProvider):
+    name = "tavily"
+    intents = frozenset({"web", "news"})
+    uses_intent = True  # the request differs by intent (news vs general)
+    endpoint = "https://api.tavily.com/search"
+    key_setting = "tavily_api_key"
+
+    def search(self, query: Query, max_results: int) -> list[Hit]:
+        key = self.require_key()
+        body = {
+            "query": query.text,
+            "max_results": per_call(max_results, MAX_PER_CALL),
+            "topic": "news" if query.intent == "news" else "general",
+            "search_depth": "basic",
+        }
+        payload = self.post_json(self.endpoint, json=body, headers={"Authorization": f"Bearer {key}"})
+        return keep((_hit(r) for r in dict_items(self, payload, "results")), max_results)
+
+
+def _hit(result: dict) -> Hit | None:
+    return make_hit(
+        url=result.get("url"),
+        title=result.get("title"),
+        snippet=text_or_none(result.get("content")),
+        # raw_content is only sent when asked for; keep it when present
+        content_text=result.get("raw_content") if isinstance(result.get("raw_content"), str) else None,
+        published_at=parse_datetime(result.get("published_date")),
+        provider_score=unit_score(result.get("score")),
+        extra={"favicon": result.get("favicon")},
+    )

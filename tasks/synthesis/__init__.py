@@ -1,0 +1,1 @@
+"""Synthesis: sources to cited insights (extractive or LLM), passages, and the model blueprint."""

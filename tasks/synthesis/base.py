@@ -1,0 +1,122 @@
+"""What both synthesizers build on: the Source they read, the plan's key
+dimensions they cover, and the finishing every result gets (each quote
+checked against its source, citability, the empty result of a task without
+sources)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+from schemas.report import Citation, ContradictionOrGap, SourceRef, SynthesisResult
+from schemas.urls import domain_of, url_scheme
+from tasks.synthesis.labels import labels
+from tasks.synthesis.passages import clip, fold, quote_occurs
+
+
+@dataclass
+class Source:
+    """One consolidated source as the synthesizers see it."""
+
+    number: int
+    source_id: str
+    url: str
+    title: str = ""
+    snippet: str = ""
+    content_text: str = ""
+    score: float = 0.0
+    language: str | None = None
+
+    @property
+    def domain(self) -> str:
+        return source_label(self.url)
+
+    @cached_property
+    def body(self) -> str:
+        """Snippet and page text; the snippet is dropped when the page text
+        already contains it, so a sentence is not read twice."""
+        snippet, content = (self.snippet or "").strip(), (self.content_text or "").strip()
+        if snippet and content and fold(snippet) in fold(content):
+            return content
+        return "\n\n".join(p for p in (snippet, content) if p)
+
+    @cached_property
+    def quotable(self) -> str:
+        """Everything a quote may be taken from: the title and the body."""
+        return f"{self.title or ''}\n{self.body}"
+
+    def ref(self) -> SourceRef:
+        return SourceRef(number=self.number, source_id=self.source_id, url=self.url,
+                         title=self.title or "", domain=self.domain)
+
+    def cite(self, quote: str) -> Citation:
+        return Citation(source_id=self.source_id, url=self.url, title=self.title or "", quote=quote,
+                        domain=self.domain, source_number=self.number)
+
+
+def source_label(url: str) -> str:
+    """What a citation link shows: the domain (without www.), or for a local
+    file its name."""
+    scheme = url_scheme(url)
+    if scheme in ("http", "https"):
+        return domain_of(url) or url
+    if scheme == "file":
+        return url.rstrip("/").rsplit("/", 1)[-1] or url
+    return url
+
+
+def plan_dimensions(plan: dict | None) -> list[str]:
+    """The plan's key dimensions as strings (a model may write objects)."""
+    summary = (plan or {}).get("search_summary") or {}
+    dims = summary.get("key_dimensions") if isinstance(summary, dict) else None
+    out: list[str] = []
+    for dim in dims or []:
+        text = (dim.get("name") or dim.get("dimension") or "") if isinstance(dim, dict) else str(dim)
+        if text and str(text).strip() and str(text).strip() not in out:
+            out.append(str(text).strip())
+    return out
+
+
+# -- finishing: verification and citability ---------------------------------------
+
+def verify_citations(result: SynthesisResult, sources: list[Source]) -> SynthesisResult:
+    """Mark each citation verified when its quote occurs in the cited source."""
+    by_id = {s.source_id: s for s in sources}
+    for citation in result.all_citations():
+        source = by_id.get(citation.source_id)
+        citation.verified = bool(source) and quote_occurs(citation.quote, source.quotable)
+        if not citation.verified:
+            shown = clip(citation.quote, 80) or "(empty quote)"
+            result.warnings.append(
+                f"unverified citation: the quote “{shown}” was not found in source "
+                f"S{citation.source_number} ({citation.domain})")
+    return result
+
+
+def citability(citations: list[Citation]) -> str:
+    """high: verified by two or more sources; medium: by one; low: cited but
+    unverified; none: uncited."""
+    verified = {c.source_id for c in citations if c.verified}
+    if len(verified) >= 2:
+        return "high"
+    if verified:
+        return "medium"
+    return "low" if citations else "none"
+
+
+def finish(result: SynthesisResult, sources: list[Source]) -> SynthesisResult:
+    verify_citations(result, sources)
+    for item in [*result.synthesized_insights, *result.key_data_points]:
+        item.citability = citability(item.citations)
+    result.sources = [s.ref() for s in sources]
+    return result
+
+
+def no_sources_result(question: str, language: str, dims: list[str], synthesizer: str) -> SynthesisResult:
+    """A task without sources: every dimension is a gap; not an error."""
+    lab = labels(language)
+    gaps = [ContradictionOrGap(kind="gap", description=lab["no_sources"])]
+    gaps += [ContradictionOrGap(kind="gap", description=lab["gap_dimension"].format(dimension=d), dimension=d)
+             for d in dims]
+    return SynthesisResult(question=question, language=language, contradictions_or_gaps=gaps,
+                           synthesizer=synthesizer, warnings=["no sources: nothing to synthesize"])

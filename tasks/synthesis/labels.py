@@ -1,0 +1,84 @@
+"""The report's language and the words it is written in, shared by
+synthesis, modeling and reports."""
+
+from __future__ import annotations
+
+from tasks.synthesis.passages import has_cjk
+
+LABELS: dict[str, dict[str, str]] = {
+    "en": {
+        "no_sources": "No sources were found for this task, so there is no evidence to synthesize.",
+        "gap_dimension": "No evidence was found for “{dimension}”.",
+        "says_one": "{domain} reports: “{quote}”",
+        "says_many": "{domain} and {others} other source(s) report: “{quote}”",
+        "contradiction": "Sources may disagree on “{measure}”: {values}.",
+        "no_match": "No passage shares terms with the question; the leading passages of the top-ranked sources are shown instead.",
+        "title": "Research report",
+        "summary": "Summary",
+        "findings": "Key findings",
+        "general": "General",
+        "data": "Key data points",
+        "issues": "Contradictions and gaps",
+        "contradiction_kind": "Contradiction",
+        "gap_kind": "Gap",
+        "model": "Model",
+        "drivers": "Core drivers",
+        "relationships": "Relationships",
+        "metrics": "Metrics",
+        "scenarios": "Scenarios",
+        "sources": "Sources",
+        "warnings": "Warnings",
+        "no_citations": "No citations: nothing in this report is backed by a cited source.",
+        "value": "Value",
+        "measure": "Measure",
+        "cited": "Sources",
+        "generated": "Generated",
+        "synthesizer": "Synthesizer",
+        "question": "Question",
+        "unverified": "quote not found in the source",
+        "nothing": "Nothing found.",
+        "citability": "citability",
+    },
+    "zh": {
+        "no_sources": "该任务没有找到任何来源，因此没有可供综合的证据。",
+        "gap_dimension": "未找到关于“{dimension}”的证据。",
+        "says_one": "{domain} 指出：“{quote}”",
+        "says_many": "{domain} 等 {count} 个来源指出：“{quote}”",
+        "contradiction": "各来源在“{measure}”上可能存在分歧：{values}。",
+        "no_match": "没有段落与问题共享关键词，以下为排名靠前来源的开头段落。",
+        "title": "研究报告",
+        "summary": "执行摘要",
+        "findings": "主要发现",
+        "general": "综合",
+        "data": "关键数据",
+        "issues": "矛盾与空白",
+        "contradiction_kind": "矛盾",
+        "gap_kind": "空白",
+        "model": "模型",
+        "drivers": "核心驱动因素",
+        "relationships": "关系",
+        "metrics": "指标",
+        "scenarios": "情景",
+        "sources": "来源",
+        "warnings": "警告",
+        "no_citations": "无引用：本报告中没有任何内容有引用来源支持。",
+        "value": "数值",
+        "measure": "衡量对象",
+        "cited": "来源",
+        "generated": "生成时间",
+        "synthesizer": "综合方式",
+        "question": "问题",
+        "unverified": "引文未在来源中找到",
+        "nothing": "未找到内容。",
+        "citability": "可引用性",
+    },
+}
+
+
+def labels(language: str) -> dict[str, str]:
+    return LABELS.get(language, LABELS["en"])
+
+
+def detect_language(question: str) -> str:
+    """Chinese when the question contains Chinese characters; English otherwise."""
+    return "zh" if has_cjk(question) else "en"

@@ -1,0 +1,378 @@
+"""Plain-text tools of the extractive synthesizer: sentence splitting (Latin
+and CJK punctuation), tokens (words; CJK as character bigrams, so Chinese
+needs no segmenter), BM25 ranking, near-duplicate detection, quote checking,
+and figures-with-units extraction. No model, no I/O."""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+
+from tasks.common.text import CJK_RUN
+
+_HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff]")
+_WORD = re.compile(r"[^\W_]+")
+
+STOPWORDS = frozenset("""
+a an and are as at be been being but by can could did do does doing for from had has have how i if in
+into is it its of on or our so such than that the their them then there these they this those to was
+we were what when where which while who whom why will with would you your about also any each more most
+other some very just not no nor only own same too up out over under again further once here all both
+few many much may might must shall should via per vs e g ie eg etc
+""".split())
+# Chinese: characters that make a bigram uninformative (particles), and the
+# bigrams questions are made of ("what", "how", ...), which no answer repeats.
+_ZH_PARTICLES = frozenset("的了吗呢吧啊呀么着过")
+_ZH_QUESTION_BIGRAMS = frozenset({"什么", "如何", "怎么", "怎样", "哪些", "为什", "是否", "多少", "哪个", "请问"})
+_ABBREVIATIONS = ("e.g.", "i.e.", "etc.", "vs.", "mr.", "mrs.", "dr.", "prof.", "fig.", "no.", "approx.", "inc.", "u.s.")
+
+
+def has_cjk(text: str) -> bool:
+    """True when the text contains Chinese characters (decides the output language)."""
+    return bool(_HAN.search(text or ""))
+
+
+def fold(text: str) -> str:
+    """The comparable form of a text: NFKC (full-width → ASCII), case-folded,
+    typographic quotes and dashes made plain, whitespace collapsed."""
+    text = unicodedata.normalize("NFKC", text or "").casefold()
+    text = text.translate(_PLAIN_PUNCT)
+    return " ".join(text.split())
+
+
+_PLAIN_PUNCT = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"',
+                              "\u2013": "-", "\u2014": "-", "\u00a0": " "})
+
+
+def _stem(word: str) -> str:
+    # Plural "s" only: enough for "sources"/"source" to meet; anything
+    # cleverer would need a language-specific stemmer.
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+def _latin_tokens(text: str) -> list[str]:
+    words = (_stem(w) for w in _WORD.findall(text))
+    return [w for w in words if w not in STOPWORDS and (len(w) > 1 or w.isdigit())]
+
+
+def _cjk_tokens(run: str) -> list[str]:
+    if len(run) == 1:
+        return [] if run in _ZH_PARTICLES else [run]
+    grams = (run[i:i + 2] for i in range(len(run) - 1))
+    return [g for g in grams if g not in _ZH_QUESTION_BIGRAMS and not (set(g) & _ZH_PARTICLES)]
+
+
+def tokens(text: str) -> list[str]:
+    """Index terms: stemmed non-stopword words, and CJK character bigrams."""
+    text = unicodedata.normalize("NFKC", text or "").casefold()
+    out: list[str] = []
+    pos = 0
+    for run in CJK_RUN.finditer(text):
+        out += _latin_tokens(text[pos:run.start()])
+        out += _cjk_tokens(run.group())
+        pos = run.end()
+    out += _latin_tokens(text[pos:])
+    return out
+
+
+# -- sentences -----------------------------------------------------------------
+
+# CJK sentence ends need no following space; Latin ones do (so "3.5" and
+# "pyproject.toml" stay whole).
+_SENTENCE_END = re.compile(r"(?<=[。！？；])|(?<=[.!?;])\s+")
+_BLANK_LINE = re.compile(r"\n\s*\n")
+_LINE_END = tuple(".!?;:。！？；：")
+
+
+def sentences(text: str) -> list[str]:
+    """Sentences of a text, each with its inner whitespace collapsed."""
+    out: list[str] = []
+    for block in _blocks(text or ""):
+        pieces = [" ".join(p.split()) for p in _SENTENCE_END.split(block)]
+        out += _merge_abbreviations([p for p in pieces if p])
+    return out
+
+
+def _blocks(text: str) -> list[str]:
+    """Paragraphs, with hard-wrapped lines rejoined: a line continues on the
+    next when it does not end a sentence and either is long (a wrap) or the
+    next starts in lower case; short unpunctuated lines (headings, list
+    items) stay on their own."""
+    blocks: list[str] = []
+    for paragraph in _BLANK_LINE.split(text):
+        lines = [line.strip() for line in paragraph.splitlines() if line.strip()]
+        current = ""
+        for line in lines:
+            if current and not current.endswith(_LINE_END) and (len(current) >= 50 or line[:1].islower()):
+                current += ("" if CJK_RUN.match(line[:1]) and CJK_RUN.match(current[-1:]) else " ") + line
+            else:
+                if current:
+                    blocks.append(current)
+                current = line
+        if current:
+            blocks.append(current)
+    return blocks
+
+
+def _merge_abbreviations(pieces: list[str]) -> list[str]:
+    merged: list[str] = []
+    for piece in pieces:
+        if merged and merged[-1].casefold().endswith(_ABBREVIATIONS):
+            merged[-1] = f"{merged[-1]} {piece}"
+        else:
+            merged.append(piece)
+    return merged
+
+
+def weight_len(text: str) -> int:
+    """Length where a CJK character counts twice: a CJK character carries
+    about as much as two Latin letters, so one threshold serves both."""
+    return len(text) + sum(len(run) for run in CJK_RUN.findall(text))
+
+
+def clip(text: str, limit: int) -> str:
+    """A prefix of at most `limit` characters, cut at a space when there is
+    one: still a verbatim substring, so it stays quotable."""
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(" ", 0, limit)
+    return text[:cut if cut > limit // 2 else limit].rstrip(" ,;:")
+
+
+# -- quote checking ------------------------------------------------------------
+
+_ELISION = re.compile(r"\s*(?:\.\.\.|…)+\s*")
+
+
+def quote_occurs(quote: str, text: str) -> bool:
+    """True when the quote occurs in the text, ignoring case, whitespace and
+    typographic quote styles. An elided quote ("a … b") must have its parts
+    in order; surrounding quotation marks are not part of the quote."""
+    parts = [p for p in (fold(p).strip("\"' ") for p in _ELISION.split(quote or "")) if p]
+    haystack = fold(text)
+    if not parts:
+        return False
+    pos = 0
+    for part in parts:
+        found = haystack.find(part, pos)
+        if found < 0:
+            return False
+        pos = found + len(part)
+    return True
+
+
+# -- ranking -------------------------------------------------------------------
+
+class BM25:
+    """Okapi BM25 over tokenized documents, with an inverted index so a query
+    touches only the documents that share a term with it."""
+
+    def __init__(self, docs: list[list[str]], k1: float = 1.2, b: float = 0.75):
+        self.k1, self.b = k1, b
+        self.n = len(docs)
+        self.lengths = [len(d) for d in docs]
+        self.avg = (sum(self.lengths) / self.n) if self.n else 0.0
+        self.postings: dict[str, list[tuple[int, int]]] = defaultdict(list)
+        for index, doc in enumerate(docs):
+            for term, count in Counter(doc).items():
+                self.postings[term].append((index, count))
+
+    def idf(self, term: str) -> float:
+        df = len(self.postings.get(term, ()))
+        return math.log(1 + (self.n - df + 0.5) / (df + 0.5))
+
+    def scores(self, query: list[str]) -> list[float]:
+        out = [0.0] * self.n
+        for term in set(query):
+            idf = self.idf(term)
+            for index, tf in self.postings.get(term, ()):
+                norm = self.k1 * (1 - self.b + self.b * self.lengths[index] / (self.avg or 1))
+                out[index] += idf * tf * (self.k1 + 1) / (tf + norm)
+        return out
+
+
+def jaccard(a: set, b: set) -> float:
+    if not a or not b:
+        return 0.0
+    return len(a & b) / len(a | b)
+
+
+def near_duplicate(a: set, b: set, threshold: float = 0.8) -> bool:
+    """Same passage, give or take a few words: high overlap, or one almost
+    wholly inside the other (a snippet and the sentence it was cut from)."""
+    if not a or not b:
+        return False
+    small = min(len(a), len(b))
+    return jaccard(a, b) >= threshold or (small >= 4 and len(a & b) / small >= 0.9)
+
+
+# -- figures with units --------------------------------------------------------
+
+_NUM = r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
+_SCALES = {"thousand": 1e3, "k": 1e3, "million": 1e6, "mn": 1e6, "m": 1e6, "billion": 1e9, "bn": 1e9,
+           "b": 1e9, "trillion": 1e12, "tn": 1e12, "万": 1e4, "亿": 1e8, "万亿": 1e12}
+_CURRENCIES = {"$": "USD", "us$": "USD", "usd": "USD", "dollar": "USD", "dollars": "USD", "美元": "USD",
+               "€": "EUR", "eur": "EUR", "euro": "EUR", "euros": "EUR", "欧元": "EUR", "£": "GBP",
+               "gbp": "GBP", "¥": "CNY", "￥": "CNY", "cny": "CNY", "rmb": "CNY", "yuan": "CNY",
+               "元": "CNY", "人民币": "CNY", "日元": "JPY"}
+_DURATIONS = {"year": "years", "years": "years", "yr": "years", "yrs": "years", "年": "years",
+              "month": "months", "months": "months", "个月": "months", "week": "weeks", "weeks": "weeks",
+              "周": "weeks", "day": "days", "days": "days", "天": "days", "hour": "hours", "hours": "hours",
+              "小时": "hours", "minute": "minutes", "minutes": "minutes", "分钟": "minutes",
+              "second": "seconds", "seconds": "seconds", "秒": "seconds", "ms": "ms",
+              "millisecond": "ms", "milliseconds": "ms", "毫秒": "ms"}
+_MEASURES = ("GB", "MB", "KB", "TB", "PB", "GHz", "MHz", "kWh", "MWh", "TWh", "MW", "GW", "km", "kg",
+             "°C", "℃", "nm")
+_COUNTS = ("users", "customers", "people", "employees", "downloads", "packages", "projects",
+           "countries", "companies", "人", "家", "名", "次", "个国家")
+_COUNT_WORDS = "|".join(c for c in _COUNTS if c.isascii())
+_COUNT_ZH = "人|家|名|次|户|台|辆|件|个"
+_LATIN_SCALE = r"(?:trillion|billion|million|thousand|bn|mn|tn|[kmb](?![a-z]))"
+_CJK_SCALE = r"(?:万亿|亿|万)"
+_CUR_WORD = r"(?:usd|eur|gbp|cny|rmb|dollars?|euros?|yuan)(?![a-z])"
+_CUR_ZH = r"(?:美元|欧元|日元|人民币|元)"
+
+_FIGURE_PATTERNS = [
+    ("money", re.compile(rf"(?P<cur>us\$|\$|€|£|¥|￥)\s?{_NUM}(?:\s?(?P<scale>{_LATIN_SCALE}|{_CJK_SCALE}))?", re.I)),
+    ("percent", re.compile(rf"{_NUM}\s?(?P<unit>%(?!\d)|％|percent(?![a-z])|per cent(?![a-z])|percentage points?|个百分点)", re.I)),
+    ("scaled", re.compile(rf"{_NUM}\s?(?P<scale>trillion|billion|million|thousand|bn|mn)(?![a-z])"
+                          rf"(?:\s(?P<cur>{_CUR_WORD})|\s(?P<noun>{_COUNT_WORDS})(?![a-z]))?", re.I)),
+    ("scaled_zh", re.compile(rf"{_NUM}\s?(?P<scale>{_CJK_SCALE})(?:(?P<cur>{_CUR_ZH})|(?P<noun>{_COUNT_ZH}))?")),
+    ("currency_word", re.compile(rf"{_NUM}\s?(?P<cur>{_CUR_WORD}|{_CUR_ZH})", re.I)),
+    ("multiple", re.compile(rf"{_NUM}\s?(?P<unit>x|×|-fold|fold|倍)(?![a-z])", re.I)),
+    ("duration", re.compile(rf"{_NUM}[\s-]?(?P<unit>years?|yrs?|months?|weeks?|days?|hours?|minutes?|seconds?|milliseconds?|ms|个月|年|周|天|小时|分钟|毫秒|秒)(?![a-z])", re.I)),
+    ("measure", re.compile(rf"{_NUM}\s?(?P<unit>{'|'.join(map(re.escape, _MEASURES))})(?![a-z])")),
+    ("count", re.compile(rf"{_NUM}\s?(?P<unit>{'|'.join(map(re.escape, _COUNTS))})(?![a-z])", re.I)),
+]
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A number with its unit as written, and its comparable form."""
+
+    value: float
+    unit: str            # as shown: "%", "billion USD", "亿元", "x", "years"
+    base_unit: str       # comparable unit: "%", "USD", "x", "years", "count:users"
+    base_value: float    # value × scale, in base_unit
+    start: int
+    end: int
+    measure: str         # the words the figure measures
+
+
+def _number(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+def _looks_like_date(kind: str, match: re.Match, sentence: str) -> bool:
+    # "2020年" is a year, not a duration of 2020 years; "v3.5 seconds" is fine.
+    num = match.group("num")
+    if kind == "duration" and re.fullmatch(r"1[5-9]\d\d|20\d\d|21\d\d", num):
+        return True
+    # A figure glued to letters ("Python3", "H100") is a name, not a quantity.
+    before = sentence[max(0, match.start() - 1):match.start()]
+    return bool(before) and before.isalpha() and not CJK_RUN.match(before)
+
+
+def _figure(kind: str, m: re.Match) -> tuple[float, str, str, float]:
+    """(value, shown unit, base unit, base value) of one regex match."""
+    value = _number(m.group("num"))
+    groups = m.groupdict()
+    cur = _CURRENCIES.get((groups.get("cur") or "").casefold(), "")
+    scale_word = (groups.get("scale") or "").casefold()
+    scale = _SCALES.get(scale_word, 1.0)
+    if kind in ("money", "scaled", "scaled_zh", "currency_word"):
+        noun = groups.get("noun") or ""
+        if kind == "scaled_zh":
+            shown = f"{groups['scale']}{groups.get('cur') or noun}"
+        else:
+            shown = " ".join(p for p in (groups.get("scale") or "", cur or noun) if p)
+        base = cur or (f"count:{noun.casefold()}" if noun else "count")
+        return value, shown or base, base, value * scale
+    unit = groups["unit"]
+    if kind == "percent":
+        points = "point" in unit.casefold() or "百分点" in unit
+        return value, "pp" if points else "%", "pp" if points else "%", value
+    if kind == "multiple":
+        return value, "x", "x", value
+    if kind == "duration":
+        base = _DURATIONS.get(unit.casefold(), unit.casefold())
+        return value, base, base, value
+    return value, unit, f"unit:{unit.casefold()}", value
+
+
+def figures(sentence: str) -> list[Figure]:
+    """Every figure with a unit in a sentence, leftmost pattern first; a span
+    claimed by an earlier pattern (money before plain scale) is not reused."""
+    taken: list[tuple[int, int]] = []
+    found: list[Figure] = []
+    for kind, pattern in _FIGURE_PATTERNS:
+        for m in pattern.finditer(sentence):
+            if any(m.start() < e and s < m.end() for s, e in taken) or _looks_like_date(kind, m, sentence):
+                continue
+            taken.append((m.start(), m.end()))
+            value, unit, base, base_value = _figure(kind, m)
+            found.append(Figure(value, unit, base, base_value, m.start(), m.end(),
+                                measure_phrase(sentence, m.start(), m.end())))
+    return sorted(found, key=lambda f: f.start)
+
+
+# -- what a figure measures ------------------------------------------------------
+
+_CLAUSE_BREAK = re.compile(r"[,;:()\[\]，；：（）、]|\s(?:and|but|while|whereas|which)\s")
+_LINKING_TAIL = re.compile(
+    r"(?:\s+(?:is|are|was|were|be|been|reached|reaches|rose|rises|grew|grows|fell|falls|dropped|"
+    r"increased|decreased|declined|climbed|totaled|totalled|hit|stood|stands|of|at|to|by|about|around|"
+    r"approximately|roughly|nearly|almost|over|under|more than|less than|up|down|some|only|just|"
+    r"an estimated|estimated|the|a|an|for|in|with|has|have|had|will|would|could|can|takes|took|"
+    r"needs|needed|costs|cost|saw|see|sees|reaching|reached|hitting|totaling|totalling))+\s*$", re.I)
+_ZH_LINKING_TAIL = re.compile(r"(?:为|是|达到|达|约为|约|近|超过|增长了|增长|增加了|增加|下降了|下降|提高了|提高|降低了|降低|占|了|的|在|有|共|将|已|已经|高达|仅|仅为)+\s*$")
+_LEADING_OF = re.compile(r"^\s*of\s+(?:the\s+)?|^\s*的", re.I)
+
+
+def _clause(text: str, start: int, end: int) -> tuple[str, str]:
+    """The text of the clause around [start, end), before and after the figure."""
+    breaks = [m for m in _CLAUSE_BREAK.finditer(text)]
+    left = max((m.end() for m in breaks if m.end() <= start), default=0)
+    right = min((m.start() for m in breaks if m.start() >= end), default=len(text))
+    return text[left:start], text[end:right]
+
+
+def measure_phrase(sentence: str, start: int, end: int, max_words: int = 6) -> str:
+    """The words a figure measures: "<measure> grew by 5%" → the words
+    before; "5% of <measure>" → the words after. A heuristic; it reads
+    clauses, not grammar."""
+    before, after = _clause(sentence, start, end)
+    before = re.sub(r"[\s\d.,%$€£¥-]+$", "", before)
+    if _LEADING_OF.match(after):
+        return _head_words(_LEADING_OF.sub("", after), max_words)
+    phrase = _tail_words(before, max_words) or _head_words(after, max_words)
+    # "…, reaching $3.5 billion": the clause has no subject; the sentence's
+    # opening words (up to its first figure) usually name what is measured.
+    return phrase or _tail_words(_FIRST_FIGURE.split(sentence, 1)[0], max_words)
+
+
+_FIRST_FIGURE = re.compile(r"\s*(?:[$€£¥]\s?)?\d")
+
+
+def _tail_words(text: str, max_words: int) -> str:
+    for pattern in (_LINKING_TAIL, _ZH_LINKING_TAIL):
+        text = pattern.sub("", text)
+    if CJK_RUN.search(text[-1:] or " "):
+        run = CJK_RUN.findall(text)
+        # A run right after digits starts with their unit ("2023年…"): drop it.
+        return run[-1][-12:].lstrip("年月日个") if run else ""
+    words = [w.strip("\"'“”‘’") for w in text.split()]
+    return " ".join(w for w in words[-max_words:] if w).strip(" -")
+
+
+def _head_words(text: str, max_words: int) -> str:
+    text = text.strip()
+    if CJK_RUN.match(text):
+        return CJK_RUN.match(text).group()[:12]
+    words = [w.strip("\"'“”‘’.") for w in text.split()[:max_words]]
+    return " ".join(w for w in words if w)

@@ -1,0 +1,103 @@
+"""Synthesis: a task's consolidated sources → cited insights, key data
+points, contradictions and gaps (spec 001's synthesis agent). This is the
+interface flows call: it loads a task's sources and picks a synthesizer.
+
+Two synthesizers share one signature, `(sources, question, plan)`:
+- extractive (default, no model): tasks/synthesis/extractive.py;
+- LLM (`llm=LLMConfig`): tasks/synthesis/llm_synthesis.py.
+
+Either way every citation's quote is checked against the cited source's
+text (case-, whitespace- and quote-style-insensitive; tasks/synthesis/base.py);
+a quote that is not there stays, marked `verified=false`, with a warning.
+
+Failure policy of the LLM path (chosen): `llm_synthesis` raises `LLMError`
+for an unreachable model or an unusable answer; `synthesize` falls back to
+the extractive synthesizer and says so in `warnings`, unless
+`fallback=False`, in which case the LLMError propagates.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import httpx
+
+from schemas.report import SynthesisResult
+from tasks.lake.catalog import Catalog
+from tasks.synthesis.extractive import extractive_synthesis
+from tasks.common.llm import LLMConfig, LLMError
+from tasks.synthesis.base import Source
+from tasks.synthesis.llm_synthesis import llm_synthesis
+
+DEFAULT_MAX_SOURCES = 30  # spec 001: at most 10 per source kind, 30 in all
+
+
+# -- a task's sources and question ---------------------------------------------
+
+def load_sources(catalog: Catalog, task_id: str, limit: int = DEFAULT_MAX_SOURCES,
+                 source_ids: list[str] | None = None) -> list[Source]:
+    """A task's consolidated sources (only `source_ids` when given: a governed
+    run's selection), best first, numbered from 1."""
+    rows = catalog.rows("synthesis_sources", [task_id, source_ids, limit])
+    return [Source(number=i, source_id=r[0], url=r[1], title=r[2] or "", snippet=r[3] or "",
+                   content_text=r[4] or "", language=r[5], score=float(r[6] or 0.0))
+            for i, r in enumerate(rows, start=1)]
+
+
+def task_queries(catalog: Catalog, task_id: str) -> list[str]:
+    return [r[0] for r in catalog.rows("synthesis_task_queries", [task_id])]
+
+
+def plan_dict(plan: Any) -> dict | None:
+    """The plan as a dict: flows may pass the ResearchPlan model itself."""
+    if plan is None or isinstance(plan, dict):
+        return plan
+    return plan.model_dump(mode="json") if hasattr(plan, "model_dump") else None
+
+
+def resolve_question(question: str | None, plan: dict | None, queries: list[str] | None = None,
+                     fallback: str = "") -> str:
+    """The question to answer: given > the plan's > its topic > the task's queries."""
+    plan = plan or {}
+    summary = plan.get("search_summary") if isinstance(plan.get("search_summary"), dict) else {}
+    for candidate in (question, plan.get("question"), summary.get("interpreted_topic")):
+        if isinstance(candidate, str) and candidate.strip():
+            return candidate.strip()
+    return "; ".join(queries or []) or fallback
+
+
+# -- the interface flows call --------------------------------------------------------
+
+def synthesize(sources: list[Source], question: str, plan: dict | None = None, *,
+               llm: LLMConfig | None = None, client: httpx.Client | None = None,
+               fallback: bool = True) -> SynthesisResult:
+    """Extractive unless `llm` is given; an LLM failure falls back to the
+    extractive synthesizer with a warning (or raises, with fallback=False)."""
+    started = time.monotonic()
+    plan = plan_dict(plan)
+    if llm is None:
+        result = extractive_synthesis(sources, question, plan)
+    else:
+        try:
+            result = llm_synthesis(sources, question, plan, llm, client=client)
+        except LLMError as exc:
+            if not fallback:
+                raise
+            result = extractive_synthesis(sources, question, plan)
+            result.warnings.insert(0, f"LLM synthesis failed ({exc}); the extractive synthesizer was used instead")
+    result.duration_ms = int((time.monotonic() - started) * 1000)
+    return result
+
+
+def synthesize_task(catalog: Catalog, task_id: str, plan: dict | None = None, *, question: str | None = None,
+                    llm: LLMConfig | None = None, client: httpx.Client | None = None, fallback: bool = True,
+                    max_sources: int = DEFAULT_MAX_SOURCES, source_ids: list[str] | None = None) -> SynthesisResult:
+    """Load a task's consolidated sources and synthesize them. The question is
+    `question`, else the plan's, else the task's query texts."""
+    sources = load_sources(catalog, task_id, max_sources, source_ids)
+    plan = plan_dict(plan)
+    text = resolve_question(question, plan, task_queries(catalog, task_id), fallback=task_id)
+    result = synthesize(sources, text, plan, llm=llm, client=client, fallback=fallback)
+    result.task_id = task_id
+    return result

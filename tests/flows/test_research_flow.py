@@ -1,0 +1,380 @@
+"""The governed research run end to end, on the real Prefect engine (one
+temporary Prefect server for the whole session): what a user relies on —
+the run completes offline on a document library and leaves its record
+(runs row, trace.jsonl, events.jsonl, selections, report); the provider
+fan-out is parallel; a failing provider costs its bundles, never the run;
+a re-run of a task searches only what has not landed; gates abort, warn and
+fall back; the budget's timeout ends a run without losing what landed; a
+corrupt policy row falls back to the built-in policy.
+
+Search APIs are doubled at the network edge (tests/research_helpers.FakeWeb
+behind httpx.MockTransport): nothing here touches the internet."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from tests.research_helpers import (BUDGET_ENV, FAKE_KEYS, PROVIDER_KEYS, PUBLIC_ADDRESS, QUESTION, EdgeCut, FakeWeb,
+                              write_library)
+
+import flows.research
+import tasks.retrieval.fetch
+import tasks.common.http
+from tasks.lake.catalog import open_catalog
+from tasks.common.http import make_client
+
+
+@pytest.fixture(scope="session")
+def prefect_engine():
+    """One temporary Prefect server (SQLite) for every flow test of the session."""
+    os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
+    from prefect.testing.utilities import prefect_test_harness
+    with prefect_test_harness():
+        yield
+
+
+class Research:
+    """Runs research_flow against the test's own lake (SEARCHLAKE_HOME is a
+    tmp folder: conftest's `settings` fixture) and reads what it left."""
+
+    def __init__(self, settings, lake, library: Path, monkeypatch):
+        self.settings, self.lake, self.library, self.monkeypatch = settings, lake, library, monkeypatch
+
+    def online(self, web: FakeWeb, *names: str) -> None:
+        """Give the named APIs credentials and put `web` at the network edge."""
+        for name in names:
+            key = {"tavily": "TAVILY_API_KEY", "brave": "BRAVE_API_KEY", "searxng": "SEARXNG_URL"}[name]
+            self.monkeypatch.setenv(key, FAKE_KEYS[key])
+        self.monkeypatch.setattr(flows.research, "make_client",
+                                 lambda settings: make_client(settings, transport=web.transport()))
+
+    def run(self, question: str = QUESTION, *, flow=None, **kwargs) -> dict:
+        kwargs.setdefault("library", str(self.library))
+        kwargs.setdefault("providers", ["library"])
+        return (flow or flows.research.research_flow)(question, **kwargs)
+
+    # -- what the run left
+    def dicts(self, query: str, *params) -> list[dict]:
+        return self.lake.dicts(query, list(params))
+
+    def run_row(self, task_id: str) -> dict:
+        rows = self.dicts("SELECT * FROM runs WHERE task_id = ? ORDER BY started_at DESC", task_id)
+        assert rows, f"no runs row for {task_id}"
+        return rows[0]
+
+    def events(self, trace_id: str) -> list[dict]:
+        return self.dicts("SELECT * FROM run_events WHERE trace_id = ? ORDER BY seq", trace_id)
+
+    def run_folder(self, task_id: str, trace_id: str) -> Path:
+        return Path(self.settings.lake_root) / "runs" / f"task_id={task_id}" / f"run_id={trace_id}"
+
+    def jsonl(self, task_id: str, trace_id: str, name: str) -> list[dict]:
+        path = self.run_folder(task_id, trace_id) / name
+        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+    def landed(self, task_id: str) -> set[str]:
+        return {r["query_id"] for r in self.dicts("SELECT query_id FROM bundles WHERE task_id = ?", task_id)}
+
+    def planned_calls(self, task_id: str, names: list[str]):
+        from tasks.retrieval.providers.registry import provider_class
+        from tasks.retrieval.plan_store import stored_plan
+        from tasks.retrieval.search import route
+        with open_catalog(self.settings, "test: plan", read_only=True) as catalog:
+            plan = stored_plan(catalog, task_id)
+        return route(plan, {name: provider_class(name) for name in names})
+
+
+@pytest.fixture
+def research(prefect_engine, settings, lake, tmp_path, monkeypatch) -> Research:
+    for name in PROVIDER_KEYS + BUDGET_ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SEARCHLAKE_MAX_QUERIES_PER_INTENT", "1")  # few searches: a fast run
+    # The network edge, besides the APIs: no real retry waits, no DNS lookups
+    # for result pages (they are served by FakeWeb too).
+    monkeypatch.setattr(tasks.common.http, "_sleep", lambda seconds: None)
+    monkeypatch.setattr(tasks.retrieval.fetch, "resolve_host", lambda host, port: [PUBLIC_ADDRESS])
+    return Research(settings, lake, write_library(tmp_path / "library"), monkeypatch)
+
+
+def stage_lines(trace: list[dict], name: str, status: str = "complete") -> list[dict]:
+    return [line for line in trace if line["kind"] == "stage" and line["name"] == name and line["status"] == status]
+
+
+# -- (a) offline, library only ------------------------------------------------------
+
+def test_offline_library_run_completes_and_leaves_its_record(research):
+    result = research.run(task_id="solar", target=2)
+    trace_id = result["trace_id"]
+    assert result["task_id"] == "solar" and result["providers"] == ["library"]
+    assert result["planner"] == "keywords" and result["failed_searches"] == 0
+
+    row = research.run_row("solar")
+    assert row["trace_id"] == trace_id and row["status"] == "complete" and row["error"] is None
+    assert row["policy_source"] == "default" and row["question"] == QUESTION
+    assert row["candidate_count"] == result["sources"] >= 4
+    assert row["filtered_count"] == 2 and row["finished_at"] is not None
+
+    # the report, in every format, where the run says it is
+    for path in result["reports"].values():
+        assert Path(path).is_file() and Path(path).stat().st_size > 0
+    assert Path(result["report"]).suffix == ".html"
+
+    consolidated = research.lake.consolidated("solar")
+    assert len(consolidated) == result["sources"]
+    assert all(r["url"].startswith("file://") for r in consolidated)
+    selections = research.dicts("SELECT * FROM selections WHERE trace_id = ? ORDER BY rank", trace_id)
+    assert 1 <= len(selections) <= 2 and [s["rank"] for s in selections] == list(range(1, len(selections) + 1))
+    assert {s["source_id"] for s in selections} <= {r["source_id"] for r in consolidated}
+    publishers = research.dicts("SELECT * FROM publishers WHERE trace_id = ?", trace_id)
+    assert [p["publisher"] for p in publishers] == ["local library"]
+
+    trace = research.jsonl("solar", trace_id, "trace.jsonl")
+    assert [line["seq"] for line in trace] == list(range(1, len(trace) + 1))
+    assert {line["trace_id"] for line in trace} == {trace_id}
+    for stage in ("plan", "index", "search", "consolidate", "hard_filter", "coarse_filter",
+                  "quality_filter", "publishers", "report"):
+        assert len(stage_lines(trace, stage)) == 1, stage
+    gates = {line["name"]: line["status"] for line in trace if line["kind"] == "gate"}
+    assert gates == {"search_completeness": "pass", "filter_sufficiency": "pass", "output_check": "pass"}
+    assert trace[0]["kind"] == "run" and trace[0]["status"] == "running"
+    assert trace[-1]["kind"] == "run" and trace[-1]["status"] == "complete"
+    # the same events are rows of run_events
+    assert [(e["seq"], e["kind"], e["name"], e["status"]) for e in research.events(trace_id)] == \
+        [(t["seq"], t["kind"], t["name"], t["status"]) for t in trace]
+
+    events = research.jsonl("solar", trace_id, "events.jsonl")
+    assert (events[0]["stepType"], events[0]["status"]) == ("pipeline", "start")
+    assert (events[-1]["stepType"], events[-1]["status"]) == ("pipeline", "complete")
+    assert events[-1]["progress"] == 1.0
+    assert [e["progress"] for e in events] == sorted(e["progress"] for e in events)
+
+
+# -- (b) the fan-out is parallel ----------------------------------------------------
+
+def test_provider_fan_out_is_parallel(research, monkeypatch):
+    monkeypatch.setenv("SEARCHLAKE_MAX_QUERIES_PER_INTENT", "2")
+    web = FakeWeb(delay=1.0)
+    research.online(web, "tavily", "brave", "searxng")
+    result = research.run(task_id="fanout", providers=["tavily", "brave", "searxng"], target=3)
+    assert research.run_row("fanout")["status"] == "complete"
+    assert web.providers_called() == {"tavily", "brave", "searxng"}
+    assert len(web.calls) == result["searches"] >= 12
+
+    trace = research.jsonl("fanout", result["trace_id"], "trace.jsonl")
+    (search,) = stage_lines(trace, "search")
+    serial = web.busy_seconds()
+    assert serial >= 1.0 * len(web.calls)
+    # parallel: the stage took well under the sum of its requests' durations
+    assert search["detail"]["seconds"] < 0.5 * serial, (search["detail"]["seconds"], serial)
+    # ... yet never more than provider_concurrency requests at once per provider
+    assert max(web.max_in_flight.values()) >= 2
+    assert all(n <= research.settings.provider_concurrency for n in web.max_in_flight.values()), web.max_in_flight
+
+
+# -- (c) one provider failing ----------------------------------------------------------
+
+def test_a_failing_provider_does_not_fail_the_run(research):
+    web = FakeWeb(failing={"brave"})
+    research.online(web, "tavily", "brave")
+    result = research.run(task_id="halfdown", providers=["tavily", "brave"], target=2)
+    assert research.run_row("halfdown")["status"] == "complete"
+
+    brave_bundles = research.dicts("SELECT * FROM bundles WHERE task_id = ? AND provider = 'brave'", "halfdown")
+    tavily_bundles = research.dicts("SELECT * FROM bundles WHERE task_id = ? AND provider = 'tavily'", "halfdown")
+    assert brave_bundles and tavily_bundles
+    assert all(b["failed_count"] == 1 and b["kept_after_filter"] == 0 for b in brave_bundles)
+    assert all(b["failed_count"] == 0 and b["kept_after_filter"] > 0 for b in tavily_bundles)
+    assert result["failed_searches"] == len(brave_bundles)
+    # the retry policy asked twice (one retry), then landed the failure as evidence
+    assert len(web.queries("brave")) == 2 * len(brave_bundles)
+
+    errors = research.dicts("SELECT * FROM error_log WHERE task_id = ? AND provider = 'brave'", "halfdown")
+    assert sorted(e["query_id"] for e in errors) == sorted(b["query_id"] for b in brave_bundles)
+    assert {(e["error_code"], e["http_status"]) for e in errors} == {("http_500", 500)}
+    assert all("brave-test-key" not in (e["title"] or "") for e in errors)
+
+    # the report is built from the providers that answered
+    consolidated = research.lake.consolidated("halfdown")
+    assert consolidated and {r["provider"] for r in consolidated} == {"tavily"}
+    selections = research.dicts("SELECT * FROM selections WHERE trace_id = ?", result["trace_id"])
+    assert len(selections) == 2
+
+
+# -- (d) resume ---------------------------------------------------------------------
+
+def test_rerun_of_a_task_searches_nothing_that_landed(research):
+    web = FakeWeb()
+    research.online(web, "tavily")
+    first = research.run(task_id="again", providers=["library", "tavily"], target=2)
+    asked = len(web.calls)
+    assert asked > 0 and first["resumed"] == 0
+
+    second = research.run(task_id="again", providers=["library", "tavily"], target=2)
+    assert len(web.calls) == asked  # no provider request the second time
+    assert second["resumed"] == second["searches"] == first["searches"]
+    assert second["trace_id"] != first["trace_id"]
+    rows = research.dicts("SELECT status FROM runs WHERE task_id = ?", "again")
+    assert [r["status"] for r in rows] == ["complete", "complete"]
+    # nothing doubled: one bundle per query id, the same sources
+    assert research.lake.count("bundles") == first["searches"]
+    assert second["sources"] == first["sources"]
+
+
+def test_run_that_died_midway_resumes_with_only_what_had_not_landed(research):
+    names = ["tavily", "brave"]
+    web = FakeWeb(cut_after=3)
+    research.online(web, *names)
+    with pytest.raises(EdgeCut):
+        research.run(task_id="cut", providers=names, target=2)
+    row = research.run_row("cut")
+    assert row["status"] == "failed" and "EdgeCut" in row["error"]
+    landed = research.landed("cut")
+    planned = research.planned_calls("cut", names)
+    assert 0 < len(landed) < len(planned)
+
+    web.cut_after = None
+    before = len(web.calls)
+    result = research.run(task_id="cut", providers=names, target=2)
+    assert research.run_row("cut")["status"] == "complete"
+    assert result["resumed"] == len(landed)
+    asked_again = Counter((c.provider, c.query) for c in web.calls[before:])
+    missing = Counter((c.provider, c.query.text) for c in planned if c.query.query_id not in landed)
+    assert asked_again == missing
+    # now every planned search landed exactly once
+    query_ids = [r["query_id"] for r in research.dicts("SELECT query_id FROM bundles WHERE task_id = ?", "cut")]
+    assert sorted(query_ids) == sorted(c.query.query_id for c in planned)
+
+
+# -- (e) gates --------------------------------------------------------------------
+
+def test_search_completeness_abort_fails_the_run_and_names_the_gate(research):
+    from flows.research import GateAbort
+    from tasks.governance.runs import RunSummary
+    with pytest.raises(GateAbort, match="search_completeness"):
+        research.run(task_id="toofew", target=10)  # 5 documents < 10 x 1.2
+    row = research.run_row("toofew")
+    assert row["status"] == "failed"
+    assert row["error"].startswith("GateAbort: search_completeness") and "fewer than 12" in row["error"]
+    assert RunSummary.load(research.settings, row["trace_id"]).exit_code == 1
+    trace = research.jsonl("toofew", row["trace_id"], "trace.jsonl")
+    gate = [line for line in trace if line["kind"] == "gate"]
+    assert [(g["name"], g["status"]) for g in gate] == [("search_completeness", "abort")]
+    assert gate[0]["detail"]["candidates"] == 5 and gate[0]["detail"]["target"] == 10
+    assert not stage_lines(trace, "hard_filter", "running")  # nothing after the gate ran
+    assert (trace[-1]["kind"], trace[-1]["status"]) == ("run", "failed")
+    events = research.jsonl("toofew", row["trace_id"], "events.jsonl")
+    assert (events[-1]["stepType"], events[-1]["status"]) == ("pipeline", "error")
+    # the evidence gathered before the gate stays in the lake
+    assert research.lake.consolidated("toofew")
+
+
+def test_search_completeness_warns_and_the_run_goes_on(research):
+    result = research.run(task_id="warned", target=3)  # 5 documents: >= 3 x 1.2, < 3 x 2
+    row = research.run_row("warned")
+    assert row["status"] == "complete" and row["candidate_count"] == 5
+    gates = [e for e in research.events(result["trace_id"]) if e["kind"] == "gate"]
+    assert [(g["name"], g["status"]) for g in gates] == \
+        [("search_completeness", "warn"), ("filter_sufficiency", "pass"), ("output_check", "pass")]
+    assert "5 candidates" in json.loads(gates[0]["detail"])["reason"]
+    assert len(research.dicts("SELECT * FROM selections WHERE trace_id = ?", result["trace_id"])) == 3
+
+
+def test_filter_sufficiency_falls_back_to_a_new_search_round(research, cli):
+    done = cli.run("policy", "--demand-id", "thin", "--set", "min_candidate_multiplier=1",
+                   "--set", "near_enough_candidate_multiplier=0.5")
+    assert done.returncode == 0, done.stderr
+    result = research.run(task_id="thin", target=10, demand_id="thin")
+    row = research.run_row("thin")
+    assert row["status"] == "complete" and row["policy_source"] == "db"
+    assert result["fallback_rounds"] == 1
+
+    events = [(e["kind"], e["name"], e["status"]) for e in research.events(result["trace_id"])]
+    assert ("gate", "filter_sufficiency", "fallback") in events
+    assert ("stage", "fallback_search", "complete") in events
+    fallback_at = events.index(("gate", "filter_sufficiency", "fallback"))
+    assert events.index(("stage", "fallback_search", "complete")) > fallback_at
+    # after the one allowed round the run accepts what it has, with a warning
+    assert events[fallback_at + 1:].count(("gate", "filter_sufficiency", "warn")) == 1
+    assert ("stage", "quality_filter", "complete") in events[events.index(("stage", "fallback_search", "complete")):]
+    # the fallback round's queries joined the stored plan and landed
+    planned = research.planned_calls("thin", ["library"])
+    trace = research.jsonl("thin", result["trace_id"], "trace.jsonl")
+    (fallback,) = stage_lines(trace, "fallback_search")
+    assert fallback["detail"]["searches"] == len(planned) - result["searches"] > 0
+    assert research.landed("thin") == {c.query.query_id for c in planned}
+
+
+# -- (f) the budget's timeout ----------------------------------------------------------
+
+def test_timeout_ends_the_run_and_keeps_what_landed(research):
+    """Two searches answer at once, the third hangs past the flow's timeout
+    (the CLI sets it from --timeout / PIPELINE_TIMEOUT, minimum 30 s; here
+    the flow is called with a 4 s timeout directly). The run is recorded as
+    timed_out the moment the budget runs out; the hung request itself cannot
+    be interrupted (sync I/O in a worker thread), so it is released later."""
+    web = FakeWeb(hold_after=2)
+    research.online(web, "tavily")
+    release = threading.Timer(6, web.release.set)
+    release.start()
+    try:
+        with pytest.raises(TimeoutError):
+            research.run(task_id="slow", providers=["tavily"], target=2,
+                         flow=flows.research.research_flow.with_options(timeout_seconds=4))
+    finally:
+        release.cancel()
+        web.release.set()
+    row = research.run_row("slow")
+    assert row["status"] == "timed_out" and "time budget" in row["error"]
+    assert 2 < row["elapsed_seconds"] < 6
+    trace = research.jsonl("slow", row["trace_id"], "trace.jsonl")
+    assert stage_lines(trace, "search", "failed")
+    assert (trace[-1]["kind"], trace[-1]["status"]) == ("run", "timed_out")
+    events = research.jsonl("slow", row["trace_id"], "events.jsonl")
+    assert (events[-1]["stepType"], events[-1]["status"]) == ("pipeline", "error")
+    # what landed before the timeout is in the lake, whole
+    fast = {c.query for c in web.calls[:2]}
+    landed = research.dicts("SELECT * FROM bundles WHERE task_id = ?", "slow")
+    assert fast <= {b["query_text"] for b in landed}
+    for bundle in landed:
+        assert Path(research.settings.lake_root, bundle["raw_path"]).is_file()
+    assert research.lake.consolidate("slow").sources_written > 0
+
+
+# -- (g) a corrupt policy row --------------------------------------------------------
+
+def test_corrupt_policy_row_runs_with_the_built_in_policy(research):
+    with open_catalog(research.settings, "test: corrupt policy") as catalog:
+        catalog.con.execute("INSERT OR REPLACE INTO search_policy VALUES (?, ?, now())",
+                            ["broken", '{"max_detail_fetch": 0}'])
+    result = research.run(task_id="corrupt", target=2, demand_id="broken")
+    row = research.run_row("corrupt")
+    assert row["status"] == "complete" and row["demand_id"] == "broken"
+    assert row["policy_source"] == "default(fallback)"
+    assert json.loads(row["policy"])["max_detail_fetch"] == 30  # the built-in value
+    trace = research.jsonl("corrupt", result["trace_id"], "trace.jsonl")
+    assert any("default(fallback)" in line for line in trace[0]["detail"]["plan"])
+
+
+# -- the ingest flow -------------------------------------------------------------------
+
+def test_ingest_flow_lands_consolidates_and_reports_refusals(prefect_engine, lake, inbox, new_bundle, new_item):
+    from flows.ingest import ingest_flow
+    inbox.write(new_bundle("q1", [new_item("https://a.example/1", 0.9), new_item("https://b.example/2", 0.4)],
+                           task_id="inbox"))
+    inbox.write(new_bundle("q2", [new_item("https://a.example/1", 0.7), new_item("https://c.example/3", 0.5)],
+                           task_id="inbox"))
+    inbox.write_text('{"query_id": "q3", "results": "not a list"', "broken.json")
+    summary = ingest_flow([str(inbox.folder)])
+    assert summary["tasks"] == ["inbox"] and summary["landed"] == 2 and summary["items"] == 4
+    assert len(summary["refused"]) == 1 and "broken.json" in summary["refused"][0]
+    assert len(summary["consolidated"]) == 1
+    assert [r["url"] for r in lake.consolidated("inbox")] == \
+        ["https://a.example/1", "https://c.example/3", "https://b.example/2"]
+    # a second pass over the same folder lands nothing new
+    again = ingest_flow([str(inbox.folder)])
+    assert again["landed"] == 0 and again["unchanged"] == 2

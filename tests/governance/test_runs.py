@@ -1,0 +1,185 @@
+"""The record of a governed run: the runs row from start to finish, the
+trace (JSONL lines + run_events rows), the outcome tables and the views."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from schemas.governance import Budget, Drop, GateResult, Policy
+from tasks.lake.catalog import open_catalog
+from tasks.common.settings import Settings
+from tasks.governance.gates import build_output
+from tasks.governance.filters import Candidate, aggregate_publishers
+from tasks.governance.runs import (RunSummary, TraceLog, finish_run, new_trace_id, record_outcome, start_run,
+                        trace_path)
+
+TASK = "t1"
+
+
+@pytest.fixture
+def trace_id() -> str:
+    return new_trace_id()
+
+
+def lines_of(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def selected() -> list[Candidate]:
+    return [Candidate("s1", "https://a.org/1", "One", score_final=0.8, quality=0.9),
+            Candidate("s2", "https://a.org/2", "Two", score_final=0.7, quality=0.7),
+            Candidate("s3", "file:///lib/x.md", "Three", score_final=0.6, quality=0.5)]
+
+
+def test_views_exist_and_are_empty(lake):
+    for view in ("runs", "run_events", "selections", "drops", "publishers", "publisher_sources"):
+        assert lake.count(view) == 0
+
+
+def test_start_then_finish(lake, settings, trace_id):
+    start_run(settings, trace_id, TASK, "Why?", "42", "db", Budget(timeout_seconds=60), Policy(max_keywords=4))
+    start_run(settings, trace_id, TASK, "Why?", "42", "db", Budget(timeout_seconds=60))  # a retry adds nothing
+    (row,) = lake.dicts("SELECT * FROM runs")
+    assert (row["trace_id"], row["task_id"], row["question"], row["demand_id"], row["policy_source"],
+            row["status"]) == (trace_id, TASK, "Why?", "42", "db", "running")
+    assert json.loads(row["budget"]) == {"timeout_seconds": 60, "max_target_count": 10, "max_fallback_rounds": 1}
+    assert json.loads(row["policy"])["max_keywords"] == 4
+    assert row["finished_at"] is None
+
+    trace = TraceLog(settings, TASK, trace_id)
+    with trace.stage("hard_filter") as detail:
+        detail["kept"] = 5
+    finish_run(settings, trace_id, "complete", candidate_count=9, filtered_count=3, publisher_count=2,
+               elapsed_seconds=12.3456, stage_history=trace.history, outputs={"output": "runs/x/output.json"})
+    (row,) = lake.dicts("SELECT * FROM runs")
+    assert (row["status"], row["candidate_count"], row["filtered_count"], row["publisher_count"],
+            row["elapsed_seconds"]) == ("complete", 9, 3, 2, 12.346)
+    history = json.loads(row["stage_history"])
+    assert [(s["name"], s["status"], s["attempt"], s["detail"]) for s in history] == [
+        ("hard_filter", "complete", 1, {"kept": 5})]
+    assert json.loads(row["outputs"]) == {"output": "runs/x/output.json"}
+    assert row["finished_at"] is not None and row["error"] is None
+
+
+def test_finish_refuses_an_unknown_status(settings, trace_id):
+    with pytest.raises(ValueError, match="running"):
+        finish_run(settings, trace_id, "running")
+
+
+def test_trace_writes_jsonl_lines_and_event_rows(lake, settings, trace_id):
+    trace = TraceLog(settings, TASK, trace_id)
+    assert trace.path == Path(settings.lake_root) / f"runs/task_id={TASK}/run_id={trace_id}/trace.jsonl"
+    trace.run("running", {"question": "Why?"})
+    with trace.stage("search") as detail:
+        detail["candidates"] = 30
+    trace.gate(GateResult("search_completeness", "pass", "30 >= 20", {"candidates": 30}))
+    with pytest.raises(RuntimeError):
+        with trace.stage("quality_filter", attempt=2):
+            raise RuntimeError("model down")
+    trace.run("failed")
+
+    lines = lines_of(trace.path)
+    assert [(e["seq"], e["kind"], e["name"], e["status"]) for e in lines] == [
+        (1, "run", "run", "running"), (2, "stage", "search", "running"), (3, "stage", "search", "complete"),
+        (4, "gate", "search_completeness", "pass"), (5, "stage", "quality_filter", "running"),
+        (6, "stage", "quality_filter", "failed"), (7, "run", "run", "failed")]
+    assert all(e["trace_id"] == trace_id and e["task_id"] == TASK and e["at"] for e in lines)
+    assert lines[3]["detail"] == {"reason": "30 >= 20", "candidates": 30}
+    assert lines[5]["detail"]["error"] == "RuntimeError: model down" and lines[5]["detail"]["attempt"] == 2
+
+    rows = lake.dicts("SELECT * FROM run_events WHERE trace_id = ? ORDER BY seq", [trace_id])
+    assert [(r["seq"], r["kind"], r["name"], r["status"]) for r in rows] == \
+        [(e["seq"], e["kind"], e["name"], e["status"]) for e in lines]
+    assert json.loads(rows[2]["detail"])["candidates"] == 30
+    assert [(s.name, s.status) for s in trace.history] == [("search", "complete"), ("quality_filter", "failed")]
+    assert trace.attempts("quality_filter") == 1 and not trace.db_errors
+
+
+def test_a_resumed_trace_continues_its_numbering(settings, trace_id):
+    TraceLog(settings, TASK, trace_id).run("running")
+    TraceLog(settings, TASK, trace_id).run("complete")
+    assert [e["seq"] for e in lines_of(trace_path(settings, TASK, trace_id))] == [1, 2]
+
+
+def test_trace_survives_a_busy_catalog(lake, settings, trace_id, monkeypatch):
+    monkeypatch.setattr(settings, "lock_timeout", 0.3)
+    trace = TraceLog(settings, TASK, trace_id)
+    # Another command on the same lake holds the catalog meanwhile.
+    with open_catalog(Settings(home=settings.home), "someone else"):
+        trace.run("running")
+    assert len(lines_of(trace.path)) == 1
+    assert len(trace.db_errors) == 1 and "busy" in trace.db_errors[0]
+    assert lake.count("run_events") == 0
+
+
+def test_trace_refuses_ids_that_are_not_path_safe(settings):
+    with pytest.raises(ValueError):
+        TraceLog(settings, "../escape", "x")
+
+
+def test_record_outcome_fills_the_outcome_views_and_replaces_on_retry(lake, settings, trace_id):
+    chosen = selected()
+    publishers = aggregate_publishers(chosen)
+    drops = [Drop("s9", "javascript:x", "Bad", "hard_filter", "URL scheme 'javascript' is not http, https or file"),
+             Drop("s8", "https://b.org/", "Late", "quality_filter", "beyond target count (3)")]
+    output = build_output(12, chosen, publishers)
+    key = record_outcome(settings, trace_id, TASK, chosen, drops, publishers, output=output)
+    record_outcome(settings, trace_id, TASK, chosen, drops, publishers, output=output)
+
+    assert key == f"runs/task_id={TASK}/run_id={trace_id}/output.json"
+    assert json.loads((Path(settings.lake_root) / key).read_text()) == output
+    assert lake.rows("SELECT source_id, rank, quality FROM selections ORDER BY rank") == [
+        ("s1", 1, 0.9), ("s2", 2, 0.7), ("s3", 3, 0.5)]
+    assert lake.rows("SELECT source_id, stage FROM drops ORDER BY source_id") == [
+        ("s8", "quality_filter"), ("s9", "hard_filter")]
+    pubs = lake.dicts("SELECT * FROM publishers ORDER BY publisher")
+    assert [(p["publisher"], p["article_count"]) for p in pubs] == [("a.org", 2), ("local library", 1)]
+    assert json.loads(pubs[0]["sample_titles"]) == ["One", "Two"]
+    assert json.loads(pubs[0]["source_urls"]) == ["https://a.org/1", "https://a.org/2"]
+    assert lake.rows("SELECT publisher, source_id FROM publisher_sources ORDER BY source_id") == [
+        ("a.org", "s1"), ("a.org", "s2"), ("local library", "s3")]
+    # Every relation joins to a selection and a publisher of the same run.
+    assert lake.rows("""SELECT count(*) FROM publisher_sources r
+                        JOIN selections s USING (trace_id, source_id)
+                        JOIN publishers p USING (trace_id, publisher)""") == [(3,)]
+
+
+def test_record_outcome_with_nothing_selected(lake, settings, trace_id):
+    assert record_outcome(settings, trace_id, TASK, [], [], []) is None
+    assert lake.count("selections") == 0 and lake.count("publishers") == 0
+
+
+def test_summary_lines_and_load(settings, trace_id):
+    start_run(settings, trace_id, TASK, "Why?", None, "default(fallback)", Budget())
+    trace = TraceLog(settings, TASK, trace_id)
+    trace.stage_done("search", "complete", seconds=1.3)
+    finish_run(settings, trace_id, "timed_out", candidate_count=4, elapsed_seconds=1800.2,
+               stage_history=trace.history, error="the run exceeded its 1800 s budget")
+    summary = RunSummary.load(settings, trace_id)
+    assert summary.exit_code == 1
+    text = "\n".join(summary.lines())
+    for words in (trace_id, "status:        timed_out", "policy source: default(fallback)", "candidates:    4",
+                  "filtered:      0", "publishers:    0", "elapsed:       1800.2 s", "search: complete (attempt 1) 1.3 s",
+                  "outputs:       (none)", "error:         the run exceeded its 1800 s budget"):
+        assert words in text
+    assert RunSummary.load(settings, "no-such-trace") is None
+    ok = RunSummary(trace_id, TASK, "complete", outputs={"report": "reports/x/report.md"})
+    assert ok.exit_code == 0 and "  report: reports/x/report.md" in ok.lines()
+
+
+def test_a_report_rebuild_covers_the_latest_complete_runs_selection(settings):
+    from tasks.retrieval.plan_store import selected_source_ids
+    first, failed = new_trace_id(), new_trace_id()
+    with open_catalog(settings) as catalog:
+        assert selected_source_ids(catalog, TASK) is None  # no run: every consolidated source
+    start_run(settings, first, TASK, "Why?", None, "default", Budget())
+    record_outcome(settings, first, TASK, selected()[:2], [], [])
+    finish_run(settings, first, "complete")
+    start_run(settings, failed, TASK, "Why?", None, "default", Budget())
+    record_outcome(settings, failed, TASK, selected(), [], [])
+    finish_run(settings, failed, "failed")
+    with open_catalog(settings) as catalog:
+        assert selected_source_ids(catalog, TASK) == ["s1", "s2"]

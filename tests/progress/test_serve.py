@@ -1,0 +1,180 @@
+"""`searchlake serve`: a real server on 127.0.0.1 (port 0), read with httpx
+while another thread writes the run's events."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+
+import httpx
+import pytest
+
+from tasks.progress.events import EventLog, ProgressTracker
+from tasks.progress.serve import make_server
+
+STEPS = [("plan", 1, "Plan"), ("deep_search", 2, "Search")]
+
+
+@pytest.fixture
+def server(settings):
+    srv = make_server(settings, "127.0.0.1", 0, poll=0.02, keepalive=0.2)
+    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+    thread.start()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+    thread.join(timeout=5)
+
+
+def data_events(lines) -> list[dict]:
+    return [json.loads(line[len("data: "):]) for line in lines if line.startswith("data: ")]
+
+
+def write_run(settings, task_id="t1", run_id="r1", finish=True) -> None:
+    with EventLog.for_run(settings, task_id, run_id) as log:
+        tracker = ProgressTracker(STEPS, sink=log)
+        tracker.begin()
+        tracker.start("plan")
+        tracker.complete("plan")
+        if finish:
+            tracker.finish()
+
+
+def raw_get(server, path: str) -> tuple[int, bytes]:
+    """GET with the path sent exactly as written (httpx would normalise '..')."""
+    conn = http.client.HTTPConnection(*server.server_address[:2], timeout=5)
+    try:
+        conn.request("GET", path)
+        response = conn.getresponse()
+        return response.status, response.read()
+    finally:
+        conn.close()
+
+
+def test_health(server):
+    response = httpx.get(f"{server.url}/health", timeout=5)
+    assert response.status_code == 200 and response.json() == {"status": "ok"}
+
+
+def test_runs_lists_the_runs_with_events(server, settings):
+    assert httpx.get(f"{server.url}/runs", timeout=5).json() == {"runs": []}
+    write_run(settings, "t1", "r1")
+    write_run(settings, "t2", "r9")
+    runs = httpx.get(f"{server.url}/runs", timeout=5).json()["runs"]
+    assert {(r["task_id"], r["run_id"]) for r in runs} == {("t1", "r1"), ("t2", "r9")}
+    assert {r["events"] for r in runs} == {"/runs/t1/r1/events", "/runs/t2/r9/events"}
+
+
+def test_the_stream_follows_the_file_live_until_the_pipeline_ends(server, settings):
+    log = EventLog.for_run(settings, "t1", "live")
+    tracker = ProgressTracker(STEPS, sink=log)
+    tracker.begin()
+    first_seen = threading.Event()
+
+    def writer():
+        # Only write the rest once the reader holds the first event: the rest
+        # can then only reach it by the server following the file.
+        assert first_seen.wait(5)
+        tracker.start("plan")
+        tracker.complete("plan")
+        tracker.advance("deep_search", 0.5, chunk="half")
+        tracker.complete("deep_search", result={"notes": []})
+        tracker.finish()
+        log.close()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    received = []
+    with httpx.stream("GET", f"{server.url}/runs/t1/live/events", timeout=5) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        for line in response.iter_lines():
+            if line.startswith("data: "):
+                received.append(json.loads(line[6:]))
+                first_seen.set()
+    thread.join(timeout=5)
+
+    assert [(e["stepType"], e["status"]) for e in received] == [
+        ("pipeline", "start"), ("plan", "start"), ("plan", "complete"), ("deep_search", "progress"),
+        ("deep_search", "complete"), ("pipeline", "complete")]
+    assert [e["progress"] for e in received] == pytest.approx([0, 0, 1 / 3, 2 / 3, 1, 1])
+    assert received[3]["payload"]["chunk"] == "half"
+
+
+def test_events_are_numbered_and_last_event_id_resumes(server, settings):
+    write_run(settings)
+    with httpx.stream("GET", f"{server.url}/runs/t1/r1/events", timeout=5) as response:
+        lines = list(response.iter_lines())
+    assert [line for line in lines if line.startswith("id: ")] == ["id: 1", "id: 2", "id: 3", "id: 4"]
+    with httpx.stream("GET", f"{server.url}/runs/t1/r1/events", headers={"Last-Event-ID": "2"},
+                      timeout=5) as response:
+        resumed = data_events(response.iter_lines())
+    assert [(e["stepType"], e["status"]) for e in resumed] == [("plan", "complete"), ("pipeline", "complete")]
+
+
+def test_follow_0_sends_what_is_there_and_closes(server, settings):
+    write_run(settings, finish=False)
+    with httpx.stream("GET", f"{server.url}/runs/t1/r1/events?follow=0", timeout=5) as response:
+        assert len(data_events(response.iter_lines())) == 3
+
+
+def test_an_idle_stream_gets_keep_alives(server, settings):
+    write_run(settings, finish=False)
+    with httpx.stream("GET", f"{server.url}/runs/t1/r1/events", timeout=5) as response:
+        for line in response.iter_lines():
+            if line.startswith(":"):
+                assert line == ": keep-alive"
+                break
+
+
+def test_an_error_ends_the_stream_with_a_null_result(server, settings):
+    with EventLog.for_run(settings, "t1", "bad") as log:
+        tracker = ProgressTracker(STEPS, sink=log)
+        tracker.begin()
+        tracker.error("plan", "planner down")
+        tracker.fail("planner down")
+    with httpx.stream("GET", f"{server.url}/runs/t1/bad/events", timeout=5) as response:
+        events = data_events(response.iter_lines())
+    assert events[-1]["status"] == "error" and events[-1]["payload"] == {"error": "planner down", "result": None}
+
+
+def test_a_run_without_events_is_404(server):
+    response = httpx.get(f"{server.url}/runs/t1/nope/events", timeout=5)
+    assert response.status_code == 404 and "no events" in response.json()["error"]
+
+
+@pytest.mark.parametrize("path", [
+    "/runs/%2e%2e/r1/events",
+    "/runs/..%2F..%2Fetc/r1/events",
+    "/runs/t1/%2e%2e%2f%2e%2e/events",
+    "/runs/t1/.hidden/events",
+    "/runs/t%001/r1/events",
+])
+def test_ids_that_are_not_identifiers_are_refused(server, settings, path):
+    write_run(settings)
+    status, body = raw_get(server, path)
+    assert status == 400 and b"invalid run id" in body
+
+
+@pytest.mark.parametrize("path", ["/runs/../../etc/passwd", "/runs/t1/r1/../../../events", "/etc/passwd", "/"])
+def test_other_paths_are_404(server, settings, path):
+    write_run(settings)
+    status, _ = raw_get(server, path)
+    assert status == 404
+
+
+def test_a_client_that_leaves_does_not_stop_the_server(server, settings):
+    write_run(settings, finish=False)
+    with httpx.stream("GET", f"{server.url}/runs/t1/r1/events", timeout=5) as response:
+        next(response.iter_lines())
+    # the abandoned stream notices on its next keep-alive; the server keeps serving
+    assert httpx.get(f"{server.url}/health", timeout=5).status_code == 200
+
+
+def test_the_server_binds_to_loopback_by_default(settings):
+    srv = make_server(settings, port=0)
+    try:
+        assert srv.server_address[0] == "127.0.0.1"
+    finally:
+        srv.server_close()

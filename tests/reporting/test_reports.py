@@ -1,0 +1,194 @@
+"""The ResearchReport: markdown with numbered linked citations, the JSON
+contract, the no-citation marker, and publishing to the lake + catalog."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from tests.report_helpers import PACKAGING, PLAN, make_sources
+
+from tasks.lake.catalog import open_catalog
+from tasks.lake.consolidation import UnknownTask, consolidate
+from tasks.synthesis.extractive import extractive_synthesis
+from tasks.lake.landing import land_files
+from tasks.lake.files import STAGING
+from tasks.synthesis.modeling import build_blueprint
+from tasks.reporting.html import render_html
+from tasks.reporting.report import (
+    ReportNotFound,
+    build_report,
+    load_report,
+    publish_report,
+    render_json,
+    report_task,
+)
+from tasks.synthesis.synthesizer import synthesize
+
+HOSTILE = "<script>document.title='pwned'</script> [x](javascript:alert(1))"
+
+
+def report_of(sources, question=PLAN["question"], plan=PLAN):
+    synthesis = synthesize(sources, question, plan)
+    blueprint = build_blueprint(synthesis)
+    return build_report(synthesis, blueprint, task_id="t1"), synthesis, blueprint
+
+
+def test_markdown_numbers_citations_and_links_them_to_their_sources():
+    report, synthesis, _ = report_of(make_sources())
+    md = report.markdown
+    assert md.startswith(f"# {PLAN['question']}\n")
+    for heading in ("## Summary", "## Key findings", "### build backend", "## Contradictions and gaps",
+                    "## Model", "## Sources"):
+        assert heading in md
+    by_note = {s.noteIndex: s for s in report.sources}
+    assert sorted(by_note) == list(range(1, len(by_note) + 1))
+    cited = re.findall(r"\[\\\[(\d+)\\\]\]\((\S+?)\)", md)
+    assert cited
+    for note, url in cited:
+        assert by_note[int(note)].url == url  # [n] links to the n-th source
+    for source in report.sources:
+        assert f"{source.noteIndex}. [{source.title}]({source.url}) — {source.domain}" in md
+    # Notes are numbered by first appearance.
+    first_seen = list(dict.fromkeys(int(n) for n, _ in cited))
+    assert first_seen == sorted(first_seen)
+    assert "No citations" not in md
+
+
+def test_markdown_escapes_untrusted_titles_and_quotes():
+    sources = make_sources([("https://evil.example.com/a", HOSTILE,
+                             f"The build backend is configured here {HOSTILE} in the [build-system] table.")])
+    report, _, _ = report_of(sources)
+    assert "<script>" not in report.markdown
+    assert r"\<script\>" in report.markdown
+    assert "](javascript:" not in report.markdown.replace(r"\]", "")
+
+
+def test_json_follows_the_research_report_contract():
+    report, synthesis, blueprint = report_of(make_sources())
+    doc = json.loads(render_json(report))
+    assert {"markdown", "outline", "sources", "metadata"} <= set(doc)
+    assert doc["markdown"] == report.markdown
+    assert all({"heading", "bullets"} <= set(o) for o in doc["outline"])
+    assert doc["outline"][0]["heading"] == "Summary"
+    assert all({"title", "url", "noteIndex"} <= set(s) for s in doc["sources"])
+    meta = doc["metadata"]
+    assert {"durationMs", "tokens", "streamed"} <= set(meta) and meta["streamed"] is False
+    assert meta["durationMs"] >= 0 and meta["tokens"] == 0
+    assert set(meta["stepDurationsMs"]) == {"synthesis", "modeling", "reporting"}
+    assert meta["citationCount"] == len(synthesis.all_citations()) and meta["unverifiedCount"] == 0
+    assert meta["noCitations"] is False and meta["taskId"] == "t1" and meta["language"] == "en"
+    assert doc["synthesis"]["synthesized_insights"] and doc["model"]["coreDrivers"]
+
+
+def test_chinese_question_gives_chinese_headings():
+    sources = make_sources([("https://zh.example.cn/a", "报告", "大语言模型在医疗诊断中的应用正在快速增长。")])
+    report, _, _ = report_of(sources, "大语言模型在医疗诊断中的应用如何？",
+                             {"search_summary": {"key_dimensions": ["医疗诊断", "监管政策"]}})
+    for heading in ("## 执行摘要", "## 主要发现", "### 医疗诊断", "## 矛盾与空白", "## 来源"):
+        assert heading in report.markdown
+    assert "未找到关于“监管政策”的证据" in report.markdown
+    assert report.outline[0].heading == "执行摘要" and report.metadata.language == "zh"
+    assert '<html lang="zh-CN">' in render_html(report)
+
+
+def test_no_citations_is_marked_clearly():
+    report, synthesis, _ = report_of([])
+    assert report.sources == [] and report.metadata.noCitations is True
+    assert "> **No citations" in report.markdown
+    assert "No sources were found" in report.markdown
+    assert report.outline[-1].bullets[0].startswith("No citations")
+    html = render_html(report)
+    assert 'id="no-citations"' in html
+
+
+def test_unverified_citation_is_marked_in_every_format():
+    sources = make_sources()
+    synthesis = extractive_synthesis(sources, PLAN["question"], PLAN)
+    synthesis.synthesized_insights[0].citations[0].verified = False
+    report = build_report(synthesis, None)
+    assert report.metadata.unverifiedCount == 1
+    assert re.search(r"\[\\\[\d+\?\\\]\]", report.markdown)
+    assert 'data-verified="false"' in render_html(report)
+
+
+# -- publishing -------------------------------------------------------------------
+
+def _land(settings, inbox, new_bundle, new_item, task="t1"):
+    items = [new_item(url, 0.9 - i / 10, title=title, content_text=text) for i, (url, title, text) in enumerate(PACKAGING)]
+    inbox.write(new_bundle("q1", items, task_id=task, query_text="pyproject build backend metadata"))
+    with open_catalog(settings) as catalog:
+        land_files(catalog, [inbox.folder])
+        consolidate(catalog, task)
+
+
+def test_publish_lands_three_files_and_one_reports_row(settings, lake, inbox, new_bundle, new_item):
+    _land(settings, inbox, new_bundle, new_item)
+    with open_catalog(settings) as catalog:
+        published = report_task(catalog, "t1", PLAN)
+        keys = published.keys
+        assert keys == {"md": "reports/task_id=t1/report.md", "html": "reports/task_id=t1/report.html",
+                        "json": "reports/task_id=t1/report.json"}
+        assert load_report(catalog, "t1", "md") == published.report.markdown
+        assert json.loads(load_report(catalog, "t1", "json"))["markdown"] == published.report.markdown
+        assert load_report(catalog, "t1", "html").startswith("<!DOCTYPE html>")
+    assert set(lake.files_under("reports/")) == set(keys.values())
+    assert not lake.files_under(STAGING)
+    row = lake.dicts("SELECT * FROM reports WHERE task_id = 't1'")[0]
+    synthesis = published.report.synthesis
+    assert row["question"] == PLAN["question"] and row["language"] == "en" and row["synthesizer"] == "extractive"
+    assert row["source_count"] == 3 and row["cited_source_count"] == len(published.report.sources)
+    assert row["citation_count"] == len(synthesis.all_citations()) > 0 and row["unverified_count"] == 0
+    assert row["insight_count"] == len(synthesis.synthesized_insights)
+    assert (row["md_path"], row["html_path"], row["json_path"]) == (keys["md"], keys["html"], keys["json"])
+    assert row["duration_ms"] >= 0 and row["tokens"] == 0 and row["generated_at"] is not None
+
+    # Publishing again replaces the files and the row.
+    with open_catalog(settings) as catalog:
+        report_task(catalog, "t1", None, question="Which build backend reads the table?")
+    rows = lake.dicts("SELECT question FROM reports")
+    assert rows == [{"question": "Which build backend reads the table?"}]
+    with open_catalog(settings, read_only=True) as catalog:
+        assert load_report(catalog, "t1", "md").startswith("# Which build backend reads the table?")
+
+
+def test_publish_is_atomic_when_the_catalog_write_fails(settings, lake, monkeypatch):
+    report, synthesis, blueprint = report_of(make_sources())
+    with open_catalog(settings) as catalog:
+        real_run = catalog.run
+
+        def failing_run(name, params=None):
+            if name == "report_insert":
+                raise RuntimeError("disk full")
+            return real_run(name, params)
+
+        monkeypatch.setattr(catalog, "run", failing_run)
+        with pytest.raises(RuntimeError, match="disk full"):
+            publish_report(catalog, "t1", report, synthesis, blueprint)
+        monkeypatch.undo()
+        assert not catalog.lake.exists("reports/task_id=t1/report.md")
+        assert catalog.rows("report_paths", ["t1"]) == []
+    # The next session drops the uncommitted staging debris.
+    with open_catalog(settings):
+        pass
+    assert lake.files_under("reports/") == [] and lake.files_under(STAGING) == []
+    assert lake.count("reports") == 0
+
+
+def test_load_report_errors_are_clear(settings):
+    with open_catalog(settings) as catalog:
+        with pytest.raises(ReportNotFound, match="no report has been published for task 'zz'"):
+            load_report(catalog, "zz", "md")
+        with pytest.raises(ValueError, match="use md, html or json"):
+            load_report(catalog, "zz", "pdf")
+    assert issubclass(ReportNotFound, UnknownTask)  # the CLI already prints UnknownTask as one line
+
+
+def test_publish_with_a_hand_built_report_still_embeds_its_evidence(settings):
+    synthesis = extractive_synthesis(make_sources(), PLAN["question"], PLAN)
+    report = build_report(synthesis, None).model_copy(update={"synthesis": None})
+    with open_catalog(settings) as catalog:
+        publish_report(catalog, "t2", report, synthesis, None)
+        doc = json.loads(load_report(catalog, "t2", "json"))
+    assert doc["synthesis"]["question"] == PLAN["question"]

@@ -1,0 +1,325 @@
+"""The `library` provider: indexing a folder (or Python's docs) into the
+catalog, incremental re-indexing, and BM25 search with calibrated scores."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from schemas.urls import check_lake_url
+from tasks.lake.catalog import open_catalog
+from tasks.common.settings import Settings
+from tasks.retrieval.providers.library.documents import PASSAGE_CHARS, PYDOC_PAGES, extract, passages
+from tasks.retrieval.providers.library.index import index_form, index_library
+from tasks.retrieval.providers.base import Query
+from tasks.retrieval.providers.library.provider import LibraryProvider, best_window, calibrated_score
+
+FILLER = "\n\n".join(
+    f"Paragraph {n} talks about soil preparation, compost layers and watering schedules "
+    "for raised beds in spring, with notes on mulch and drainage for each bed." for n in range(20)
+)
+
+
+def write_docs(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "guide.md").write_text(
+        "# Gardening Guide\n\n" + FILLER + "\n\nLate in summer, tomato blight spreads fast in humid weather; "
+        "remove affected leaves and apply a copper fungicide.\n\n" + FILLER, encoding="utf-8")
+    (folder / "bikes.txt").write_text(
+        "Bicycle maintenance\n===================\n\nClean the chain, then apply chain lubrication "
+        "sparingly. Check tyre pressure weekly.\n", encoding="utf-8")
+    (folder / "sub").mkdir(exist_ok=True)
+    (folder / "sub" / "bread.html").write_text(
+        "<html><head><title>Bread Baking</title><script>var secretword = 1;</script></head>"
+        "<body><nav>Home | About</nav><h1>Sourdough</h1><p>A sourdough starter at 100% hydration "
+        "needs feeding twice a day.</p><p>Bake the loaf at 250 degrees.</p></body></html>", encoding="utf-8")
+    (folder / "中文.md").write_text(
+        "# 机器学习笔记\n\n大语言模型在医疗诊断中的应用越来越广泛。\n\n另一个段落讨论天气预报。\n", encoding="utf-8")
+    (folder / "blob.txt").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 4)
+    (folder / "picture.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")  # not a document type: ignored
+    (folder / ".hidden").mkdir(exist_ok=True)
+    (folder / ".hidden" / "secret.md").write_text("# Hidden\n\ntomato blight\n", encoding="utf-8")
+    os.symlink(folder / "missing-target.md", folder / "broken.md")  # unreadable: dangling link
+    return folder
+
+
+@pytest.fixture
+def docs(tmp_path) -> Path:
+    return write_docs(tmp_path / "docs")
+
+
+@pytest.fixture
+def lib_settings(settings, docs) -> Settings:
+    return Settings(home=settings.home, library=docs)
+
+
+@pytest.fixture
+def catalog(lib_settings):
+    with open_catalog(lib_settings, "test-library") as catalog:
+        yield catalog
+
+
+def search(catalog, settings, text, n=5, intent="library"):
+    return LibraryProvider(catalog, settings).search(Query("q1", text, intent), n)
+
+
+def doc_rows(catalog) -> dict[str, tuple]:
+    rows = catalog.con.execute("SELECT path, sha256, indexed_at FROM library_documents").fetchall()
+    return {path: (sha, at) for path, sha, at in rows}
+
+
+# -- indexing a folder ------------------------------------------------------------
+
+def test_index_reports_documents_and_skips_without_raising(catalog, lib_settings):
+    report = index_library(catalog, lib_settings)
+    assert report.documents == report.added == 4  # guide.md, bikes.txt, sub/bread.html, 中文.md
+    skipped = {s.path: s.reason for s in report.skipped}
+    assert set(skipped) == {"blob.txt", "broken.md"}
+    assert "binary" in skipped["blob.txt"]
+    assert "unreadable" in skipped["broken.md"]
+    assert report.fts_rebuilt
+    assert set(doc_rows(catalog)) == {"guide.md", "bikes.txt", "sub/bread.html", "中文.md"}
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
+def test_file_without_read_permission_is_skipped(catalog, lib_settings, docs):
+    locked = docs / "locked.txt"
+    locked.write_text("secret", encoding="utf-8")
+    locked.chmod(0)
+    try:
+        report = index_library(catalog, lib_settings)
+    finally:
+        locked.chmod(0o644)
+    assert any(s.path == "locked.txt" and "unreadable" in s.reason for s in report.skipped)
+
+
+def test_right_document_ranks_first_with_its_matching_passage(catalog, lib_settings, docs):
+    hits = search(catalog, lib_settings, "tomato blight fungicide")
+    assert hits[0].title == "Gardening Guide"
+    assert hits[0].url == (docs / "guide.md").as_uri()
+    snippet = hits[0].snippet
+    assert "blight" in snippet and len(snippet) <= 320
+    assert not snippet.startswith("# Gardening Guide")  # the best passage, not the document start
+    assert 0.0 < hits[0].provider_score <= 1.0
+    check_lake_url(hits[0].url)
+
+
+def test_titles_come_from_heading_underline_and_html_title(catalog, lib_settings):
+    assert search(catalog, lib_settings, "chain lubrication")[0].title == "Bicycle maintenance"
+    bread = search(catalog, lib_settings, "sourdough hydration")[0]
+    assert bread.title == "Bread Baking" and "hydration" in bread.snippet
+    # script and navigation text are not document text
+    assert search(catalog, lib_settings, "secretword") == []
+    assert "var secretword" not in bread.content_text and "Home | About" not in bread.content_text
+
+
+def test_hidden_folders_are_not_indexed(catalog, lib_settings):
+    assert all(".hidden" not in h.url for h in search(catalog, lib_settings, "tomato blight"))
+
+
+def test_chinese_documents_are_searchable(catalog, lib_settings):
+    hits = search(catalog, lib_settings, "大语言模型 医疗")
+    assert hits and hits[0].title == "机器学习笔记"
+    assert "医疗" in hits[0].snippet
+
+
+def test_weak_match_scores_lower_than_strong_match(catalog, lib_settings):
+    strong = search(catalog, lib_settings, "tomato blight fungicide")[0].provider_score
+    weak = search(catalog, lib_settings, "tomato quantum entanglement")[0].provider_score
+    assert 0.0 < weak < 0.5 < strong
+    assert search(catalog, lib_settings, "quantum entanglement") == []
+
+
+def test_content_text_is_truncated_to_the_setting(settings, docs):
+    short = Settings(home=settings.home, library=docs, content_max_chars=200)
+    with open_catalog(short, "test") as catalog:
+        hit = search(catalog, short, "tomato blight")[0]
+    assert len(hit.content_text) == 200 and hit.extra["content_truncated"]
+
+
+# -- re-indexing ------------------------------------------------------------------
+
+def test_reindex_touches_only_the_changed_file(catalog, lib_settings, docs):
+    index_library(catalog, lib_settings)
+    before = doc_rows(catalog)
+    again = index_library(catalog, lib_settings)
+    assert (again.added, again.updated, again.removed, again.fts_rebuilt) == (0, 0, 0, False)
+    assert again.unchanged == 4
+
+    bikes = docs / "bikes.txt"
+    bikes.write_text("Bicycle maintenance\n===================\n\nTrue the wheels and replace brake pads.\n",
+                     encoding="utf-8")
+    os.utime(bikes, (bikes.stat().st_atime, bikes.stat().st_mtime + 10))
+    changed = index_library(catalog, lib_settings)
+    assert (changed.added, changed.updated, changed.removed, changed.unchanged) == (0, 1, 0, 3)
+    assert changed.fts_rebuilt
+    after = doc_rows(catalog)
+    assert {p for p in after if after[p] != before[p]} == {"bikes.txt"}
+    assert search(catalog, lib_settings, "brake pads")[0].title == "Bicycle maintenance"
+    assert search(catalog, lib_settings, "chain lubrication") == []
+
+
+def test_touched_file_with_same_bytes_is_not_reindexed(catalog, lib_settings, docs):
+    index_library(catalog, lib_settings)
+    guide = docs / "guide.md"
+    os.utime(guide, (guide.stat().st_atime, guide.stat().st_mtime + 100))
+    report = index_library(catalog, lib_settings)
+    assert (report.touched, report.updated, report.fts_rebuilt) == (1, 0, False)
+    assert index_library(catalog, lib_settings).unchanged == 4
+
+
+def test_removed_file_is_dropped(catalog, lib_settings, docs):
+    index_library(catalog, lib_settings)
+    (docs / "sub" / "bread.html").unlink()
+    report = index_library(catalog, lib_settings)
+    assert report.removed == 1 and report.fts_rebuilt
+    assert "sub/bread.html" not in doc_rows(catalog)
+    assert search(catalog, lib_settings, "sourdough") == []
+    passages_left = catalog.con.execute(
+        "SELECT count(*) FROM library_passages WHERE path = 'sub/bread.html'").fetchone()[0]
+    assert passages_left == 0
+
+
+def test_search_indexes_a_never_indexed_corpus_first(catalog, lib_settings):
+    assert search(catalog, lib_settings, "tomato blight")[0].title == "Gardening Guide"
+
+
+def test_index_survives_reopening_the_catalog(lib_settings):
+    with open_catalog(lib_settings, "first") as catalog:
+        index_library(catalog, lib_settings)
+    with open_catalog(lib_settings, "second") as catalog:
+        report = index_library(catalog, lib_settings)
+        hits = search(catalog, lib_settings, "tomato blight")
+    assert not report.fts_rebuilt and hits[0].title == "Gardening Guide"
+
+
+def test_concurrent_searches_agree(catalog, lib_settings):
+    provider = LibraryProvider(catalog, lib_settings)
+    provider.prepare()
+    queries = ["tomato blight", "chain lubrication", "sourdough hydration", "大语言模型"] * 3
+    results: dict[int, list] = {}
+    errors: list[BaseException] = []
+
+    def run(index: int, text: str) -> None:
+        try:
+            results[index] = [h.url for h in provider.search(Query(f"q{index}", text, "web"), 3)]
+        except BaseException as error:  # surfaced below: a thread's exception is otherwise lost
+            errors.append(error)
+
+    threads = [threading.Thread(target=run, args=(i, q)) for i, q in enumerate(queries)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    for index, text in enumerate(queries):
+        assert results[index] == results[index % 4], text
+
+
+def test_missing_folder_is_a_one_line_value_error(settings, tmp_path):
+    missing = tmp_path / "no-such-folder"
+    with open_catalog(settings, "test") as catalog:
+        with pytest.raises(ValueError, match="no-such-folder") as raised:
+            LibraryProvider(catalog, Settings(home=settings.home, library=missing))
+    assert "\n" not in str(raised.value)
+
+
+# -- Python's own docs, the default corpus ------------------------------------------
+
+def test_default_corpus_is_pythons_documentation(settings):
+    assert settings.library is None
+    with open_catalog(settings, "test") as catalog:
+        report = index_library(catalog, settings)
+        hits = search(catalog, settings, "with statement context manager")
+    assert report.documents > 50 and not report.skipped
+    assert {h.extra["path"] for h in hits[:2]} & {"with", "context-managers"}
+    assert hits[0].url.startswith("https://docs.python.org/")
+    for hit in hits:
+        check_lake_url(hit.url)
+        assert hit.snippet and hit.content_text and 0 < hit.provider_score <= 1
+
+
+@pytest.mark.skipif(sys.version_info[:2] != (3, 11), reason="pages checked against the 3.11 docs")
+def test_every_pydoc_topic_has_a_docs_page():
+    from pydoc_data.topics import topics
+
+    assert set(topics) == set(PYDOC_PAGES)
+
+
+# -- pieces -------------------------------------------------------------------------
+
+def test_passages_pack_paragraphs_and_cut_long_ones():
+    text = "\n\n".join(["word " * 50] * 10) + "\n\n" + "x" * 4000 + "\n\nend."
+    spans = passages(text)
+    assert all(end - start <= PASSAGE_CHARS for start, end in spans)
+    assert spans == sorted(spans) and spans[-1][1] == len(text)
+    covered = "".join(text[s:e] for s, e in spans)
+    assert covered.replace(" ", "").replace("\n", "") == text.replace(" ", "").replace("\n", "")
+    assert len(spans) > 4
+
+
+def test_index_form_splits_cjk_into_bigrams():
+    assert index_form("大语言模型 and Python") == " 大语 语言 言模 模型  and Python"
+    assert index_form("猫。") == " 猫  "
+
+
+def test_snippet_window_prefers_the_region_with_most_query_terms():
+    passage = ("alpha " * 80) + "the tomato blight is here " + ("beta " * 80)
+    window = best_window(passage, ["tomato", "blight"], width=120)
+    assert "tomato blight" in window and window.startswith("…") and window.endswith("…")
+    assert best_window("short text", ["x"]) == "short text"
+
+
+def test_calibrated_score_does_not_make_a_weak_best_match_perfect():
+    assert calibrated_score(0.0, 3.0, 0.0) == 0.0
+    assert calibrated_score(3.0, 3.0, 3.0) == pytest.approx(0.8)  # every term once, average length
+    assert calibrated_score(3.0, 3.0, 1.0) < calibrated_score(3.0, 3.0, 3.0)
+    assert calibrated_score(100.0, 3.0, 3.0) <= 1.0
+
+
+def test_pdf_needs_pypdf_or_is_indexed(tmp_path):
+    pdf = minimal_pdf("Photosynthesis converts light into chemical energy")
+    try:
+        import pypdf  # noqa: F401
+    except ImportError:
+        with pytest.raises(Exception, match="pypdf"):
+            extract("pdf", pdf, "paper.pdf")
+        return
+    doc = extract("pdf", pdf, "paper.pdf")
+    assert "Photosynthesis" in doc.text
+
+
+def test_undecodable_and_empty_files_are_skips():
+    from tasks.retrieval.providers.library.documents import SkipFile
+
+    with pytest.raises(SkipFile, match="binary"):
+        extract("text", b"abc\x00def", "x.txt")
+    with pytest.raises(SkipFile, match="no text"):
+        extract("markdown", b"   \n\n", "empty.md")
+    assert extract("text", "caf\xe9".encode("cp1252"), "old.txt").text == "café"
+
+
+def minimal_pdf(text: str) -> bytes:
+    """A one-page PDF with one line of Helvetica text."""
+    stream = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET".encode()
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out, offsets = b"%PDF-1.4\n", []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return out

@@ -1,0 +1,108 @@
+"""Provider names, defaults from configured keys, and construction by name."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from tasks.common.settings import Settings
+from tasks.common.http import make_client
+from tasks.retrieval.providers import registry
+from tasks.retrieval.providers.base import ProviderError, Query
+from tasks.retrieval.providers.searxng import SearxngProvider
+from tasks.retrieval.providers.tavily import TavilyProvider
+
+NO_KEYS = dict(
+    tavily_api_key=None, brave_api_key=None, searxng_url=None, openalex_api_key=None,
+    semantic_scholar_api_key=None, thenewsapi_token=None,
+)
+
+
+def settings(**overrides) -> Settings:
+    return Settings(_env_file=None, **{**NO_KEYS, **overrides})
+
+
+@pytest.fixture
+def client():
+    # Any request reaching this transport is a bug in these tests.
+    def refuse(request):
+        raise AssertionError(f"unexpected request to {request.url}")
+
+    with make_client(settings(), transport=httpx.MockTransport(refuse)) as c:
+        yield c
+
+
+def test_names_and_classes_agree():
+    assert registry.PROVIDER_NAMES == (
+        "library", "tavily", "brave", "searxng", "openalex", "semanticscholar", "arxiv", "thenewsapi",
+    )
+    assert set(registry._CLASSES) == set(registry.PROVIDER_NAMES) - {"library"}
+    assert all(cls.name == name for name, cls in registry._CLASSES.items())
+
+
+def test_only_library_without_keys():
+    assert registry.configured_names(settings()) == ["library"]
+
+
+def test_configured_by_keys_and_url_in_registry_order():
+    s = settings(
+        thenewsapi_token="t", searxng_url="http://searx.lan:8080", tavily_api_key="k",
+        semantic_scholar_api_key="s2", openalex_api_key="oa", brave_api_key="b",
+    )
+    assert registry.configured_names(s) == [
+        "library", "tavily", "brave", "searxng", "openalex", "semanticscholar", "thenewsapi",
+    ]  # arxiv needs no key and still only runs when named
+
+
+def test_validate_names_cleans_and_dedupes():
+    assert registry.validate_names([" Tavily", "arxiv", "tavily", "", "library"]) == ["tavily", "arxiv", "library"]
+
+
+def test_validate_names_rejects_unknown():
+    with pytest.raises(ValueError, match=r"unknown provider 'bing' \(known: library, tavily, .*thenewsapi\)"):
+        registry.validate_names(["tavily", "bing"])
+
+
+def test_build_provider_returns_instances(client):
+    s = settings(tavily_api_key="k", searxng_url="http://searx.lan:8080/")
+    tavily = registry.build_provider("tavily", s, client)
+    assert isinstance(tavily, TavilyProvider) and tavily.client is client
+    searx = registry.build_provider("searxng", s, client)
+    assert isinstance(searx, SearxngProvider) and searx.endpoint == "http://searx.lan:8080/search"
+    for name in registry.PROVIDER_NAMES[1:]:
+        assert registry.build_provider(name, s, client).name == name
+
+
+def test_build_library_returns_the_given_object(client):
+    library = object()
+    assert registry.build_provider("library", settings(), client, library=library) is library
+    with pytest.raises(ValueError, match="library"):
+        registry.build_provider("library", settings(), client)
+
+
+def test_build_unknown_or_empty_raises(client):
+    with pytest.raises(ValueError, match="unknown provider"):
+        registry.build_provider("google", settings(), client)
+    with pytest.raises(ValueError):
+        registry.build_provider(" ", settings(), client)
+
+
+def test_unconfigured_provider_fails_at_search_time(client):
+    provider = registry.build_provider("brave", settings(), client)
+    with pytest.raises(ProviderError) as err:
+        provider.search(Query("q1", "x", "web"), 5)
+    assert err.value.code == "not_configured"
+
+
+def test_enabled_names_prefers_the_named_list():
+    s = settings(tavily_api_key="k", providers=" arxiv, Tavily ,arxiv")
+    assert registry.enabled_names(s) == ["arxiv", "tavily"]
+    assert registry.enabled_names(settings(tavily_api_key="k")) == ["library", "tavily"]
+    with pytest.raises(ValueError, match="unknown provider 'bing'"):
+        registry.enabled_names(settings(providers="bing"))
+
+
+def test_provider_class_for_routing():
+    assert registry.provider_class("tavily") is TavilyProvider
+    assert "academic" in registry.provider_class("openalex").intents
+    assert registry.provider_class("library").name == "library"

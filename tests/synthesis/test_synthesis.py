@@ -1,0 +1,287 @@
+"""Synthesis: extractive and LLM synthesizers, citation checking, data points,
+contradictions, gaps, language, and a task without sources.
+
+The LLM is an OpenAI-compatible endpoint served by httpx.MockTransport:
+no network. Chosen failure policy (documented in tasks/synthesis/synthesizer.py):
+`llm_synthesis` raises LLMError on an unusable answer; `synthesize` falls
+back to the extractive synthesizer with a warning unless fallback=False."""
+
+from __future__ import annotations
+
+import pytest
+from tests.report_helpers import CONFIG, PACKAGING, PLAN, answer, make_sources, mock_llm
+
+from schemas.report import Citation, Insight, SynthesisResult
+from tasks.lake.catalog import open_catalog
+from tasks.lake.consolidation import consolidate
+from tasks.synthesis.extractive import extractive_synthesis
+from tasks.lake.landing import land_files
+from tasks.common.llm import LLMError
+from tasks.synthesis.passages import figures, quote_occurs, sentences, tokens
+from tasks.synthesis.synthesizer import load_sources, synthesize, synthesize_task
+from tasks.synthesis.base import finish
+from tasks.synthesis.llm_synthesis import llm_synthesis, resolve_source
+
+
+# -- text tools ------------------------------------------------------------------
+
+def test_sentences_split_latin_and_chinese_punctuation():
+    text = "First sentence. Version 3.5 stays whole! 第一句。第二句！第三句？\n\nA wrapped\nline."
+    assert sentences(text) == ["First sentence.", "Version 3.5 stays whole!", "第一句。", "第二句！",
+                               "第三句？", "A wrapped line."]
+
+
+def test_cjk_is_indexed_as_bigrams():
+    assert tokens("大语言模型") == ["大语", "语言", "言模", "模型"]
+    assert "python" in tokens("Python 打包") and "打包" in tokens("Python 打包")
+
+
+def test_quote_check_ignores_case_whitespace_and_quote_style():
+    text = "The  \u201cproject\u201d table\nholds METADATA."
+    assert quote_occurs('the "project" table holds metadata.', text)
+    assert quote_occurs("The … holds metadata", text)  # an elided quote, parts in order
+    assert not quote_occurs("holds metadata … The", text)
+    assert not quote_occurs("", text)
+
+
+# -- extractive ----------------------------------------------------------------------
+
+def test_extractive_quotes_are_verbatim_passages_of_the_cited_source():
+    sources = make_sources()
+    result = extractive_synthesis(sources, PLAN["question"], PLAN)
+    assert result.synthesizer == "extractive" and result.language == "en"
+    assert result.synthesized_insights
+    by_id = {s.source_id: s for s in sources}
+    for citation in result.all_citations():
+        assert citation.verified, citation
+        assert quote_occurs(citation.quote, by_id[citation.source_id].content_text)
+        assert citation.url == by_id[citation.source_id].url
+        assert citation.domain == by_id[citation.source_id].domain
+    assert not [w for w in result.warnings if "unverified" in w]
+
+
+def test_extractive_groups_by_dimension_and_reports_uncovered_dimensions_as_gaps():
+    result = extractive_synthesis(make_sources(), PLAN["question"], PLAN)
+    dims = {i.dimension for i in result.synthesized_insights}
+    assert {"build backend", "project metadata"} <= dims
+    backend = [i for i in result.synthesized_insights if i.dimension == "build backend"]
+    assert "build backend" in backend[0].citations[0].quote
+    assert all("build" in i.citations[0].quote.casefold() for i in backend)
+    gaps = [g for g in result.contradictions_or_gaps if g.kind == "gap"]
+    assert [g.dimension for g in gaps] == ["licensing"]
+    assert "licensing" in gaps[0].description
+
+
+def test_near_identical_passages_become_one_insight_with_corroborating_citations():
+    same = "The build backend reads the [build-system] table first."
+    sources = make_sources(PACKAGING + [("https://mirror.example.org/x", "Mirror", f"Copied: {same}")])
+    result = extractive_synthesis(sources, "Which table does the build backend read first?")
+    hits = [i for i in result.synthesized_insights if any(same in c.quote for c in i.citations)]
+    assert len(hits) == 1
+    assert {c.source_id for c in hits[0].citations} == {"src3", "src4"}
+    assert hits[0].citability == "high"
+    assert "1 other source" in hits[0].text
+
+
+def test_fabricated_quote_is_flagged_not_trusted():
+    sources = make_sources()
+    result = SynthesisResult(question="q", synthesized_insights=[Insight(text="claim", citations=[
+        sources[0].cite("pyproject.toml is a configuration file used by packaging tools."),
+        sources[1].cite("PEP 621 makes setup.py mandatory for every project."),
+    ])])
+    finish(result, sources)
+    real, fake = result.synthesized_insights[0].citations
+    assert real.verified and not fake.verified
+    assert any("PEP 621 makes setup.py mandatory" in w and "S2" in w for w in result.warnings)
+    assert result.synthesized_insights[0].citability == "medium"
+
+
+def test_key_data_points_carry_value_unit_measure_and_citation():
+    specs = [
+        ("https://a.example.com/r", "A", "Global adoption of type hints reached 62% in the survey. "
+                                           "The packaging market is worth $3.5 billion. "
+                                           "Builds became 2.5x faster with caching."),
+        ("https://b.example.cn/r", "B", "中国开发者市场规模达到3.2亿元。"),
+    ]
+    result = extractive_synthesis(make_sources(specs), "adoption type hints market size builds faster 开发者市场规模")
+    points = {(p.value, p.unit): p for p in result.key_data_points}
+    assert {(62.0, "%"), (3.5, "billion USD"), (2.5, "x"), (3.2, "亿元")} <= set(points)
+    assert "adoption of type hints" in points[(62.0, "%")].measure
+    assert "市场规模" in points[(3.2, "亿元")].measure
+    for p in result.key_data_points:
+        assert p.citations and p.citations[0].verified and p.text in p.citations[0].quote
+
+
+def test_units_years_fold_and_chinese_scales():
+    found = {(f.value, f.unit) for f in figures("Support lasts 5 years; it grew tenfold to 10-fold; 用户约500万人；增长了3倍")}
+    assert {(5.0, "years"), (10.0, "x"), (500.0, "万人"), (3.0, "x")} <= found
+    assert not figures("Python 3.12 was released in 2023年")  # a version and a date are not quantities
+
+
+def test_contradiction_when_sources_give_different_figures_for_one_measure():
+    specs = [
+        ("https://survey-a.example.com", "Survey A", "The adoption rate of pyproject.toml is 40% among maintainers."),
+        ("https://survey-b.example.org", "Survey B", "The adoption rate of pyproject.toml is 65% among maintainers."),
+        ("https://survey-c.example.net", "Survey C", "The adoption rate of pyproject.toml is 40% among maintainers."),
+    ]
+    result = extractive_synthesis(make_sources(specs), "What is the adoption rate of pyproject.toml?")
+    contradictions = [c for c in result.contradictions_or_gaps if c.kind == "contradiction"]
+    assert len(contradictions) == 1
+    assert {c.source_id for c in contradictions[0].citations} == {"src1", "src2"}
+    assert "40%" in contradictions[0].description and "65%" in contradictions[0].description
+    # The agreeing third source corroborates the 40% figure instead of contradicting it.
+    forty = next(p for p in result.key_data_points if p.value == 40.0)
+    assert {c.source_id for c in forty.citations} == {"src1", "src3"}
+
+
+def test_a_time_series_is_not_a_contradiction():
+    specs = [("https://a.example.com", "A", "The adoption rate of pyproject.toml was 40% in 2022."),
+             ("https://b.example.com", "B", "The adoption rate of pyproject.toml was 65% in 2024.")]
+    result = extractive_synthesis(make_sources(specs), "adoption rate of pyproject.toml")
+    assert not [c for c in result.contradictions_or_gaps if c.kind == "contradiction"]
+
+
+def test_chinese_question_gets_chinese_labels_and_verbatim_quotes():
+    specs = [("https://zh.example.cn/a", "报告", "大语言模型在医疗诊断中的应用正在快速增长。医院开始使用模型辅助影像诊断。"),
+             ("https://en.example.com/b", "Report", "Large language models assist radiologists.")]
+    plan = {"search_summary": {"key_dimensions": ["医疗诊断", "监管政策"]}}
+    result = extractive_synthesis(make_sources(specs), "大语言模型在医疗诊断中的应用如何？", plan)
+    assert result.language == "zh"
+    insight = result.synthesized_insights[0]
+    assert "指出" in insight.text and insight.citations[0].quote in specs[0][2]
+    assert insight.citations[0].verified
+    gap = next(g for g in result.contradictions_or_gaps if g.kind == "gap")
+    assert gap.description == "未找到关于“监管政策”的证据。"
+
+
+def test_no_lexical_match_falls_back_to_leading_passages_with_a_warning():
+    result = extractive_synthesis(make_sources(), "量子计算的商业前景如何？")
+    assert result.synthesized_insights and all(c.verified for c in result.all_citations())
+    assert result.warnings and "没有段落" in result.warnings[0]
+
+
+def test_no_sources_is_a_result_with_gaps_not_an_error():
+    result = synthesize([], "What is X?", PLAN)
+    assert result.synthesized_insights == [] and result.key_data_points == []
+    assert [g.kind for g in result.contradictions_or_gaps] == ["gap"] * 4
+    assert "No sources" in result.contradictions_or_gaps[0].description
+    assert result.warnings
+
+
+# -- the catalog ---------------------------------------------------------------------
+
+def _land(settings, inbox, new_bundle, new_item, task: str = "t1"):
+    inbox.write(new_bundle("q1", [
+        new_item("https://peps.python.org/pep-0621/", 0.9, title="PEP 621",
+                 snippet="Storing project metadata in pyproject.toml.",
+                 content_text="This PEP specifies how to write a project's core metadata in a pyproject.toml file."),
+        new_item("https://hatch.pypa.io/build", 0.4, title="Hatch", snippet="Hatchling is a build backend."),
+    ], task_id=task, query_text="pyproject metadata"))
+    with open_catalog(settings) as catalog:
+        land_files(catalog, [inbox.folder])
+        consolidate(catalog, task)
+
+
+def test_load_sources_reads_consolidated_text_best_first(settings, inbox, new_bundle, new_item):
+    _land(settings, inbox, new_bundle, new_item)
+    with open_catalog(settings) as catalog:
+        sources = load_sources(catalog, "t1")
+        result = synthesize_task(catalog, "t1")  # no plan, no question: the task's queries stand in
+    assert [s.number for s in sources] == [1, 2]
+    assert sources[0].url == "https://peps.python.org/pep-0621/"
+    assert "core metadata" in sources[0].body and "Storing project metadata" in sources[0].body
+    assert sources[1].body == "Hatchling is a build backend."
+    assert result.task_id == "t1" and result.question == "pyproject metadata"
+    assert result.synthesized_insights and all(c.verified for c in result.all_citations())
+
+
+def test_unknown_task_synthesizes_to_no_sources_without_calling_the_model(settings):
+    calls: list = []
+    with open_catalog(settings) as catalog:
+        result = synthesize_task(catalog, "nothing-here", PLAN, llm=CONFIG, client=mock_llm("{}", seen=calls))
+    assert calls == []
+    assert result.contradictions_or_gaps[0].kind == "gap" and not result.synthesized_insights
+
+
+# -- LLM ---------------------------------------------------------------------------
+
+GOOD = {
+    "synthesized_insights": [
+        {"text": "Metadata lives in the [project] table.", "dimension": "project metadata",
+         "citations": [{"source": 2, "quote": "The [project] table holds metadata such as name and version"},
+                       {"source": "S1", "quote": "Project metadata such as name and version lives in the [project] table."}]},
+        {"text": "Hatchling is a backend.", "citations": [{"source": "src3", "quote": "Hatchling is a build backend."},
+                                                          {"source": 7, "quote": "invented"}]},
+    ],
+    "key_data_points": [{"value": "40%", "unit": "%", "measure": "adoption", "text": "40% adopt",
+                         "citations": [{"source": "[9]", "quote": "40%"}]}],
+    "contradictions_or_gaps": [{"kind": "gap", "description": "Licensing is not covered.", "citations": []}],
+}
+
+
+def test_llm_answer_maps_citations_and_drops_sources_outside_the_list():
+    seen: list = []
+    result = llm_synthesis(make_sources(), PLAN["question"], PLAN, CONFIG, client=mock_llm(answer(GOOD), seen=seen))
+    prompt = seen[0]["messages"][1]["content"]
+    assert "[S1]" in prompt and "[S3]" in prompt and "build backend; project metadata" in prompt
+    assert "---JSON---" in seen[0]["messages"][0]["content"]
+    first, second = result.synthesized_insights
+    assert [c.source_id for c in first.citations] == ["src2", "src1"]
+    assert [c.source_id for c in second.citations] == ["src3"]  # source 7 does not exist
+    assert all(c.verified for c in result.all_citations())
+    assert result.key_data_points[0].value == 40.0 and result.key_data_points[0].citations == []
+    dropped = [w for w in result.warnings if "not in the source list" in w]
+    assert len(dropped) == 2 and any("7" in w for w in dropped) and any("[9]" in w for w in dropped)
+    assert {c.source_id for c in result.all_citations()} <= {"src1", "src2", "src3"}
+    assert result.synthesizer == "llm:mock-model" and result.tokens == 150
+    assert result.contradictions_or_gaps[0].kind == "gap"
+
+
+def test_llm_fabricated_quote_is_kept_unverified_with_a_warning():
+    doc = {"synthesized_insights": [{"text": "x", "citations": [{"source": 1, "quote": "TOML was invented in 1850."}]}]}
+    result = llm_synthesis(make_sources(), "q", None, CONFIG, client=mock_llm(answer(doc)))
+    citation = result.synthesized_insights[0].citations[0]
+    assert not citation.verified and result.synthesized_insights[0].citability == "low"
+    assert any("TOML was invented in 1850." in w for w in result.warnings)
+
+
+def test_llm_chinese_question_is_asked_for_chinese_text():
+    seen: list = []
+    doc = {"synthesized_insights": [{"text": "元数据位于 [project] 表中。",
+                                     "citations": [{"source": 2, "quote": "The [project] table holds metadata"}]}]}
+    result = llm_synthesis(make_sources(), "pyproject.toml 如何配置？", None, CONFIG, client=mock_llm(answer(doc), seen=seen))
+    assert "简体中文" in seen[0]["messages"][1]["content"]
+    assert result.language == "zh" and result.synthesized_insights[0].citations[0].verified
+
+
+def test_unparseable_llm_answer_raises_llm_error_without_fallback():
+    client = mock_llm("---THOUGHT---\nI could not decide.\n---JSON---\nno json here")
+    with pytest.raises(LLMError, match="no JSON object"):
+        synthesize(make_sources(), "q", None, llm=CONFIG, client=client, fallback=False)
+    with pytest.raises(LLMError, match="none of synthesized_insights"):
+        llm_synthesis(make_sources(), "q", None, CONFIG, client=mock_llm(answer({"answer": "42"})))
+
+
+def test_unparseable_llm_answer_falls_back_to_extractive_with_a_warning():
+    result = synthesize(make_sources(), PLAN["question"], PLAN, llm=CONFIG, client=mock_llm("sorry, no JSON"))
+    assert result.synthesizer == "extractive"
+    assert result.warnings[0].startswith("LLM synthesis failed (the answer contains no JSON object)")
+    assert result.synthesized_insights and all(c.verified for c in result.all_citations())
+
+
+def test_llm_http_error_falls_back_too():
+    result = synthesize(make_sources(), PLAN["question"], PLAN, llm=CONFIG, client=mock_llm(status=503))
+    assert result.synthesizer == "extractive" and "HTTP 503" in result.warnings[0]
+
+
+def test_source_references_resolve_by_number_or_id_only():
+    sources = make_sources()
+    assert resolve_source(1, sources).source_id == "src1"
+    assert resolve_source("S2", sources).source_id == "src2"
+    assert resolve_source("[3]", sources).source_id == "src3"
+    assert resolve_source("src2", sources).source_id == "src2"
+    assert resolve_source("https://peps.python.org/pep-0621/", sources).source_id == "src2"
+    for bad in (0, 4, "S4", "src9", True, None, 1.5, "https://elsewhere.example.com"):
+        assert resolve_source(bad, sources) is None
+    citation = sources[0].cite("q")
+    assert isinstance(citation, Citation) and citation.source_number == 1 and citation.domain == "packaging.python.org"
