@@ -25,7 +25,7 @@ from tasks.retrieval.providers.library.provider import LibraryProvider
 from tasks.retrieval.providers.registry import build_provider, provider_class
 from tasks.governance.filters import (StageOutput, coarse_filter, hard_filter, load_candidates, page_fetcher,
                            quality_filter)
-from tasks.reporting.report import report_task
+from tasks.reporting.report import publish_report
 from tasks.retrieval.plan_store import (QuestionMismatch, landed_query_ids, log_skipped_files, store_plan,
                                   stored_plan)
 from tasks.retrieval.search import SearchCall, search_bundle
@@ -153,6 +153,6 @@ def quality_filter_task(question: str, candidates: list, policy: Policy, target:
 @task(name="report", **BUSY)
 def report_research_task(task_id: str, plan: ResearchPlan, source_ids: list[str], settings: Settings) -> dict:
     with open_catalog(settings, "research: report") as catalog:
-        published = report_task(catalog, task_id, plan, question=plan.question,
+        published = publish_report(catalog, task_id, plan, question=plan.question,
                                 llm=LLMConfig.from_settings(settings), source_ids=source_ids)
         return {name: catalog.lake.uri(key) for name, key in published.keys.items()}

@@ -37,7 +37,7 @@ class AskOptions(BaseModel):
     task_id: Identifier | None = None
 
 
-class Citation(BaseModel):
+class UrlCitation(BaseModel):
     """One `url_citation` annotation of the answer."""
 
     citation_id: str
@@ -57,7 +57,7 @@ class AskResult(BaseModel):
     query_id: str
     question: str
     answer: str
-    citations: list[Citation]
+    citations: list[UrlCitation]
     no_citations: bool
     model: str
     engine: Engine

@@ -154,12 +154,12 @@ def report(
         raise UserError("name a task with --task-id T")
     from tasks.lake.catalog import open_catalog
     from tasks.common.llm import LLMConfig
-    from tasks.reporting.report import load_report, report_task
+    from tasks.reporting.report import load_report, publish_report
     from tasks.retrieval.plan_store import selected_source_ids, stored_plan
     config = settings()
     if rebuild:
         with open_catalog(config, "report") as catalog:
-            report_task(catalog, task_id, stored_plan(catalog, task_id), llm=LLMConfig.from_settings(config),
+            publish_report(catalog, task_id, stored_plan(catalog, task_id), llm=LLMConfig.from_settings(config),
                         source_ids=selected_source_ids(catalog, task_id))
     with open_catalog(config, "report", read_only=True) as catalog:
         text = load_report(catalog, task_id, fmt.value)

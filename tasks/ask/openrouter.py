@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 
-from schemas.ask import Citation
+from schemas.ask import UrlCitation
 from schemas.urls import domain_of
 from tasks.ask.plan import AskPlan
 from tasks.common.http import redact, retry_after_seconds, user_agent
@@ -177,11 +177,11 @@ def choice_message(doc: dict) -> dict | None:
     return message if isinstance(message, dict) else None
 
 
-def parse_citations(doc: dict, message_id: str, fetched_at: datetime) -> list[Citation]:
+def parse_citations(doc: dict, message_id: str, fetched_at: datetime) -> list[UrlCitation]:
     """`url_citation` annotations, in order. Tolerates both the nested
     OpenAI shape and a flat one, and skips annotations without a URL."""
     annotations = (choice_message(doc) or {}).get("annotations") or []
-    found: list[Citation] = []
+    found: list[UrlCitation] = []
     for note in annotations if isinstance(annotations, list) else []:
         if not isinstance(note, dict) or note.get("type", "url_citation") != "url_citation":
             continue
@@ -189,7 +189,7 @@ def parse_citations(doc: dict, message_id: str, fetched_at: datetime) -> list[Ci
         url = data.get("url")
         if not isinstance(url, str) or not url.strip():
             continue
-        found.append(Citation(
+        found.append(UrlCitation(
             citation_id=f"{message_id}-{len(found)}", position=len(found), url=url.strip(),
             title=str(data.get("title") or ""), content=_text_or_none(data.get("content")),
             start_index=_int_or_none(data.get("start_index")), end_index=_int_or_none(data.get("end_index")),

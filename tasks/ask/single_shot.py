@@ -32,7 +32,7 @@ from typing import Any
 
 import httpx
 
-from schemas.ask import AskOptions, AskResult, Citation
+from schemas.ask import AskOptions, AskResult, UrlCitation
 from schemas.bundle import SearchResultBundle, SearchResultItem
 from schemas.urls import UnsafeURL, WEB_SCHEMES, check_lake_url, source_id_for, url_scheme
 from tasks.ask.plan import AskBudgetExceeded, AskError, AskPlan, plan_ask
@@ -53,12 +53,12 @@ RESPONSE_FILE = "openrouter_response.json"
 
 # -- the bundle ------------------------------------------------------------------
 
-def to_bundle(plan: AskPlan, answer: str, citations: list[Citation], snippet_chars: int) -> SearchResultBundle:
+def to_bundle(plan: AskPlan, answer: str, citations: list[UrlCitation], snippet_chars: int) -> SearchResultBundle:
     """The answer as a search bundle: one item per cited page (a page cited
     for several passages is one item), ranked in citation order. The score is
     that order, 1.0 for the first page falling to 0.5 for the last: the model
     cites what it leaned on first, and every cited page earned a place."""
-    pages: list[Citation] = []
+    pages: list[UrlCitation] = []
     seen: set[str] = set()
     for citation in citations:
         if not _landable(citation.url) or source_id_for(citation.url) in seen:
@@ -97,7 +97,7 @@ def _landable(url: str) -> bool:
 class Outcome:
     status: str
     answer: str | None = None
-    citations: list[Citation] = field(default_factory=list)
+    citations: list[UrlCitation] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     failure_reason: str | None = None
 

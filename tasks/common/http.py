@@ -3,7 +3,7 @@
 `make_client` builds the shared `httpx.Client` (timeouts from settings, a
 User-Agent naming searchlake, no automatic redirects). `request` and
 `request_json` send one call, retry transient failures with tenacity and turn
-every failure into a `ProviderError` with a short code:
+every failure into a `RemoteError` with a short code:
 
     timeout, network, http_<status> (http_429, http_404, http_500, ...),
     bad_response (body not JSON / not the expected shape)
@@ -27,7 +27,7 @@ import httpx
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from tasks.common.settings import Settings
-from tasks.retrieval.providers.base import ProviderError
+from tasks.common.errors import RemoteError
 
 log = logging.getLogger(__name__)
 
@@ -174,7 +174,7 @@ def request(
     max_retry_wait: float = MAX_RETRY_WAIT,
 ) -> httpx.Response:
     """Send one call, retrying 429/5xx/timeouts/connection errors `retries`
-    times. Returns a 2xx response or raises ProviderError."""
+    times. Returns a 2xx response or raises RemoteError."""
     secrets = tuple(s for s in secrets if s)
     where = f"{method.upper()} {safe_url(url)}"
 
@@ -205,9 +205,9 @@ def request(
         raise _status_error(exc.response, where, secrets) from None
     except httpx.TimeoutException as exc:
         # `from None`: httpx exceptions hold the request, whose URL may carry a key.
-        raise ProviderError("timeout", redact(f"{where}: timed out ({_describe(exc)})", secrets)) from None
+        raise RemoteError("timeout", redact(f"{where}: timed out ({_describe(exc)})", secrets)) from None
     except httpx.HTTPError as exc:
-        raise ProviderError("network", redact(f"{where}: {_describe(exc)}", secrets)) from None
+        raise RemoteError("network", redact(f"{where}: {_describe(exc)}", secrets)) from None
     if not response.is_success:
         raise _status_error(response, where, secrets)
     return response
@@ -220,13 +220,13 @@ def request_json(client: httpx.Client, method: str, url: str, *, expect: type = 
     try:
         payload = response.json()
     except ValueError:
-        raise ProviderError(
+        raise RemoteError(
             "bad_response",
             redact(f"{method.upper()} {safe_url(url)}: body is not JSON: {_excerpt(response)}", secrets),
             http_status=response.status_code,
         ) from None
     if not isinstance(payload, expect):
-        raise ProviderError(
+        raise RemoteError(
             "bad_response",
             f"{method.upper()} {safe_url(url)}: expected a JSON {expect.__name__}, got {type(payload).__name__}",
             http_status=response.status_code,
@@ -234,10 +234,10 @@ def request_json(client: httpx.Client, method: str, url: str, *, expect: type = 
     return payload
 
 
-def _status_error(response: httpx.Response, where: str, secrets: Iterable[str]) -> ProviderError:
+def _status_error(response: httpx.Response, where: str, secrets: Iterable[str]) -> RemoteError:
     status = response.status_code
     message = f"{where}: HTTP {status}: {_excerpt(response)}"
-    return ProviderError(f"http_{status}", redact(message, secrets), http_status=status)
+    return RemoteError(f"http_{status}", redact(message, secrets), http_status=status)
 
 
 def _excerpt(response: httpx.Response) -> str:

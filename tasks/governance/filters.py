@@ -311,7 +311,7 @@ def _body(c: Candidate, fetch: Fetch | None, notes: list[str]) -> tuple[str, str
 def page_fetcher(settings: Settings, client: httpx.Client, allow_hosts: Iterable[str] = ()) -> Fetch:
     """A `fetch` for quality_filter reading pages with tasks.retrieval.fetch (checked
     for SSRF, size and time); file: URLs are not fetched (their text comes
-    from the library index). Its ProviderError is what _body notes."""
+    from the library index). Its RemoteError is what _body notes."""
     def fetch(c: Candidate) -> str | None:
         if not c.url or url_scheme(c.url) not in ("http", "https"):
             return None

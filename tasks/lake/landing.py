@@ -28,7 +28,7 @@ from schemas import rows
 from schemas.bundle import SearchResultBundle
 from tasks.lake.catalog import Catalog
 from tasks.lake.files import Lake, LakeWrite
-from tasks.lake.validation import (Candidate, Refusal, Submission, expand_paths, item_columns, prepared,
+from tasks.lake.validation import (ReadyBundle, Refusal, Submission, expand_paths, item_columns, prepared,
                               read_submissions, workers_for)
 
 BATCH_ITEMS = 250_000
@@ -87,7 +87,7 @@ def land_submissions(catalog: Catalog, submissions: Iterable[Submission | Refusa
                      task_id: str | None, replace: bool, batch_items: int = BATCH_ITEMS,
                      workers: int = 1) -> LandingReport:
     report = LandingReport()
-    batch: list[Candidate] = []
+    batch: list[ReadyBundle] = []
     refused: list[Refusal] = []
     size = 0
     # With workers, a full batch lands in a thread (one at a time, in order)
@@ -124,13 +124,13 @@ def land_submissions(catalog: Catalog, submissions: Iterable[Submission | Refusa
 
 @dataclass
 class _Plan:
-    new: list[Candidate] = field(default_factory=list)
-    replacing: list[tuple[Candidate, tuple]] = field(default_factory=list)
-    unchanged: list[Candidate] = field(default_factory=list)
+    new: list[ReadyBundle] = field(default_factory=list)
+    replacing: list[tuple[ReadyBundle, tuple]] = field(default_factory=list)
+    unchanged: list[ReadyBundle] = field(default_factory=list)
     refused: list[Refusal] = field(default_factory=list)
 
 
-def _plan(catalog: Catalog, batch: list[Candidate], replace: bool) -> _Plan:
+def _plan(catalog: Catalog, batch: list[ReadyBundle], replace: bool) -> _Plan:
     plan = _Plan()
     seen: dict[tuple[str, str], str] = {}
     landed = _landed_bundles(catalog, {(cand.task_id, cand.query_id) for cand in batch})
@@ -181,7 +181,7 @@ class _registered:
         self.con.unregister(self.name)
 
 
-def _conflict(cand: Candidate, message: str) -> Refusal:
+def _conflict(cand: ReadyBundle, message: str) -> Refusal:
     return Refusal(cand.source, "conflict", message, field="query_id", task_id=cand.task_id,
                    query_id=cand.query_id, raw=cand.raw)
 
@@ -191,7 +191,7 @@ def _conflict(cand: Candidate, message: str) -> Refusal:
 _Rewrite = tuple[str, str | None, str, int]
 
 
-def _land_batch(catalog: Catalog, batch: list[Candidate], refused: list[Refusal], replace: bool) -> LandingReport:
+def _land_batch(catalog: Catalog, batch: list[ReadyBundle], refused: list[Refusal], replace: bool) -> LandingReport:
     plan = _plan(catalog, batch, replace)
     refused = refused + plan.refused
     landing = plan.new + [cand for cand, _ in plan.replacing]
@@ -220,10 +220,10 @@ def _land_batch(catalog: Catalog, batch: list[Candidate], refused: list[Refusal]
     )
 
 
-def _stage_landing(lake: Lake, write: LakeWrite, landing: list[Candidate]) -> dict[str, tuple[str, int]]:
+def _stage_landing(lake: Lake, write: LakeWrite, landing: list[ReadyBundle]) -> dict[str, tuple[str, int]]:
     """Stage each bundle's raw JSON and one results file per task; returns
     {task: (results file, rows)}."""
-    by_task: dict[str, list[Candidate]] = defaultdict(list)
+    by_task: dict[str, list[ReadyBundle]] = defaultdict(list)
     for cand in landing:
         by_task[cand.task_id].append(cand)
         write.stage_bytes(Lake.raw_key(cand.task_id, cand.query_id, cand.content_hash), cand.raw)
@@ -237,7 +237,7 @@ def _stage_landing(lake: Lake, write: LakeWrite, landing: list[Candidate]) -> di
 
 
 def _stage_rewrites(catalog: Catalog, write: LakeWrite,
-                    replacing: list[tuple[Candidate, tuple]]) -> list[_Rewrite]:
+                    replacing: list[tuple[ReadyBundle, tuple]]) -> list[_Rewrite]:
     """Rewrite the results files that hold replaced bundles without their rows."""
     dropped: dict[str, set[str]] = defaultdict(set)
     task_of: dict[str, str] = {}
@@ -272,7 +272,7 @@ def _sha(raw: bytes | None) -> str | None:
     return hashlib.sha256(raw).hexdigest() if raw is not None else None
 
 
-def _record_replaced(cat: Catalog, write: LakeWrite, replacing: list[tuple[Candidate, tuple]]) -> None:
+def _record_replaced(cat: Catalog, write: LakeWrite, replacing: list[tuple[ReadyBundle, tuple]]) -> None:
     for cand, (old_uid, _hash, _file, old_raw) in replacing:
         cat.run("bundle_delete", [old_uid])
         # Consolidation is incremental and may already hold the replaced rows:
@@ -312,7 +312,7 @@ _BUNDLE_ROWS = pa.schema([
 ])
 
 
-def _bundle_rows(cands: list[Candidate], results_files: dict[str, tuple[str, int]], seq: int) -> pa.Table:
+def _bundle_rows(cands: list[ReadyBundle], results_files: dict[str, tuple[str, int]], seq: int) -> pa.Table:
     """The bundle_catalog rows of the landed bundles (landed_at is the commit's now())."""
     records = []
     for cand in cands:
@@ -328,7 +328,7 @@ def _bundle_rows(cands: list[Candidate], results_files: dict[str, tuple[str, int
     return pa.Table.from_arrays([pa.array(c, f.type) for c, f in zip(columns, _BUNDLE_ROWS)], schema=_BUNDLE_ROWS)
 
 
-def results_table(cands: list[Candidate]) -> pa.Table:
+def results_table(cands: list[ReadyBundle]) -> pa.Table:
     tables = [_bundle_items(cand) for cand in cands]
     return pa.concat_tables(tables) if tables else rows.RESULTS.empty_table()
 
@@ -337,7 +337,7 @@ _BUNDLE_COLUMNS = ("task_id", "query_id", "query_sort_key", "query_text", "query
                    "executed_at", "bundle_uid")
 
 
-def _bundle_items(cand: Candidate) -> pa.Table:
+def _bundle_items(cand: ReadyBundle) -> pa.Table:
     """One bundle's rows of the results file: its fields repeated, then its items."""
     items = cand.items if cand.items is not None else item_columns(cand.bundle)  # type: ignore[arg-type]
     count = items.num_rows

@@ -1,6 +1,6 @@
 """Validation: read bundle files and check them against the contract.
 
-Each submission becomes a Candidate (a valid bundle, ready to land) or a
+Each submission becomes a ReadyBundle (a valid bundle, ready to land) or a
 Refusal with a machine-readable reason; tasks.lake.landing writes them into the
 lake.
 
@@ -91,7 +91,7 @@ class BundleHeader:
 
 
 @dataclass
-class Candidate:
+class ReadyBundle:
     """A valid bundle, ready to land. `bundle` is None when the fast path
     validated it; `items` then holds its items as Arrow columns."""
 
@@ -146,7 +146,7 @@ def read_submissions(files: Iterable[Path]) -> Iterator[Submission | Refusal]:
 
 # -- validating -------------------------------------------------------------
 
-def validate(sub: Submission, default_task_id: str | None) -> Candidate | Refusal:
+def validate(sub: Submission, default_task_id: str | None) -> ReadyBundle | Refusal:
     try:
         bundle = SearchResultBundle.model_validate_json(sub.raw)
     except ValidationError as exc:
@@ -156,10 +156,10 @@ def validate(sub: Submission, default_task_id: str | None) -> Candidate | Refusa
             return Refusal(sub.source, "missing_task", "the bundle names no task_id and no --task-id was given",
                            field="task_id", query_id=bundle.query_id, raw=sub.raw)
         bundle.task_id = default_task_id
-    return Candidate(sub.source, sub.raw, bundle, hashlib.sha256(sub.raw).hexdigest())
+    return ReadyBundle(sub.source, sub.raw, bundle, hashlib.sha256(sub.raw).hexdigest())
 
 
-def prepare(sub: Submission, default_task_id: str | None) -> Candidate | Refusal:
+def prepare(sub: Submission, default_task_id: str | None) -> ReadyBundle | Refusal:
     """validate(), by the fast path when the bundle allows it (same verdict,
     same values): its items then come back as Arrow columns."""
     fast = _fast_candidate(sub, default_task_id)
@@ -179,7 +179,7 @@ def item_columns(bundle: SearchResultBundle) -> pa.Table:
     return pa.Table.from_pydict({name: [item[name] for item in items] for name in rows.ITEM_FIELDS}, schema=_ITEMS)
 
 
-def _fast_candidate(sub: Submission, default_task_id: str | None) -> Candidate | None:
+def _fast_candidate(sub: Submission, default_task_id: str | None) -> ReadyBundle | None:
     """The bundle checked by schemas.bundle.FAST_BUNDLE, which accepts a subset
     of what SearchResultBundle does; None means "ask validate()", which gives
     the real verdict (a refusal, or an exception, stays validate()'s)."""
@@ -208,7 +208,7 @@ def _fast_candidate(sub: Submission, default_task_id: str | None) -> Candidate |
         task_id, doc["query_id"], doc["query_text"], doc.get("query_intent"), doc["provider"],
         executed_at, items.num_rows, stats.get("total_returned", 0), stats.get("kept_after_filter", 0),
         stats.get("failed_count", 0), stats.get("dedup_count", 0))
-    return Candidate(sub.source, sub.raw, None, hashlib.sha256(sub.raw).hexdigest(), header, items)
+    return ReadyBundle(sub.source, sub.raw, None, hashlib.sha256(sub.raw).hexdigest(), header, items)
 
 
 def _fast_items(results: list[dict]) -> pa.Table | None:
@@ -315,7 +315,7 @@ def workers_for(files: list[Path]) -> int:
 
 
 def prepared(submissions: Iterable[Submission | Refusal], task_id: str | None,
-             workers: int) -> Iterator[Candidate | Refusal]:
+             workers: int) -> Iterator[ReadyBundle | Refusal]:
     """prepare() of each submission, in order; in worker processes when asked
     (in this process again if a worker dies)."""
     if workers < 2:
@@ -324,7 +324,7 @@ def prepared(submissions: Iterable[Submission | Refusal], task_id: str | None,
 
 
 def _prepared_in_pool(submissions: Iterable[Submission | Refusal], task_id: str | None,
-                      workers: int) -> Iterator[Candidate | Refusal]:
+                      workers: int) -> Iterator[ReadyBundle | Refusal]:
     # fork: the workers start at once and only run this module's pure Python
     # and Arrow code; they never touch the catalog connection they inherit.
     pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"), initializer=_worker_started)
@@ -339,7 +339,7 @@ def _prepared_in_pool(submissions: Iterable[Submission | Refusal], task_id: str 
             warnings.filterwarnings("ignore", r".*multi-threaded.*fork\(\)", DeprecationWarning)
             return pool.submit(_prepare_detached, sub.source, sub.raw, task_id)
 
-    def outcome(sub: Submission | Refusal, future: Future | None) -> Candidate | Refusal:
+    def outcome(sub: Submission | Refusal, future: Future | None) -> ReadyBundle | Refusal:
         nonlocal broken
         if isinstance(sub, Refusal):
             return sub
@@ -372,7 +372,7 @@ def _worker_started() -> None:
     gc.freeze()
 
 
-def _prepare_detached(source: str, raw: bytes, task_id: str | None) -> tuple[Candidate | Refusal, bool]:
+def _prepare_detached(source: str, raw: bytes, task_id: str | None) -> tuple[ReadyBundle | Refusal, bool]:
     """prepare() in a worker: the outcome travels back without the raw bytes
     (the caller has them), and a candidate with its items as Arrow columns."""
     outcome = prepare(Submission(source, raw), task_id)
@@ -390,7 +390,7 @@ def _prepare_detached(source: str, raw: bytes, task_id: str | None) -> tuple[Can
     return outcome, True
 
 
-def _attached(sub: Submission, future: Future) -> Candidate | Refusal:
+def _attached(sub: Submission, future: Future) -> ReadyBundle | Refusal:
     outcome, detached = future.result()
     if detached:
         if isinstance(outcome, Refusal):

@@ -43,7 +43,7 @@ from tasks.reporting.layout import (
     summary_items,
     unique_citations,
 )
-from tasks.synthesis.synthesizer import synthesize_task
+from tasks.synthesis.synthesizer import synthesize_from_lake
 
 FORMATS = {"md": "report.md", "html": "report.html", "json": "report.json"}
 
@@ -295,12 +295,12 @@ class PublishedReport:
     keys: dict[str, str]
 
 
-def report_task(catalog: Catalog, task_id: str, plan: dict | None = None, *, question: str | None = None,
+def publish_report(catalog: Catalog, task_id: str, plan: dict | None = None, *, question: str | None = None,
                 llm: LLMConfig | None = None, client: httpx.Client | None = None,
                 source_ids: list[str] | None = None) -> PublishedReport:
     """synthesize → model → report → publish, for one consolidated task
     (restricted to `source_ids` when a governed run selected them)."""
-    synthesis = synthesize_task(catalog, task_id, plan, question=question, llm=llm, client=client,
+    synthesis = synthesize_from_lake(catalog, task_id, plan, question=question, llm=llm, client=client,
                                 source_ids=source_ids)
     blueprint = build_blueprint(synthesis, llm=llm, client=client)
     report = build_report(synthesis, blueprint, task_id=task_id)

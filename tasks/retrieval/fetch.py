@@ -17,7 +17,7 @@ our own network. Hence:
 - the body is streamed and capped (5 MB, decoded), and the whole fetch has a
   deadline, so a slow or endless body cannot hold a worker.
 
-Failures raise ProviderError: blocked, timeout, network, http_<status>,
+Failures raise RemoteError: blocked, timeout, network, http_<status>,
 not_html, too_large, too_many_redirects.
 """
 
@@ -35,7 +35,7 @@ import httpx
 
 from tasks.common.settings import Settings
 from tasks.common.http import safe_url
-from tasks.retrieval.providers.base import ProviderError
+from tasks.common.errors import RemoteError
 
 log = logging.getLogger(__name__)
 
@@ -97,12 +97,12 @@ def fetch_content(
             return FetchedPage(text=text, http_status=status, final_url=current)
     except httpx.InvalidURL:
         # httpx parses a redirect's Location itself, before we can vet it.
-        raise ProviderError("blocked", f"fetch {safe_url(current)}: redirect to an unusable URL") from None
+        raise RemoteError("blocked", f"fetch {safe_url(current)}: redirect to an unusable URL") from None
     except httpx.TimeoutException:
-        raise ProviderError("timeout", f"fetch {safe_url(current)}: timed out") from None
+        raise RemoteError("timeout", f"fetch {safe_url(current)}: timed out") from None
     except httpx.HTTPError as exc:
-        raise ProviderError("network", f"fetch {safe_url(current)}: {type(exc).__name__}: {exc}") from None
-    raise ProviderError("too_many_redirects", f"fetch {safe_url(url)}: more than {MAX_REDIRECTS} redirects")
+        raise RemoteError("network", f"fetch {safe_url(current)}: {type(exc).__name__}: {exc}") from None
+    raise RemoteError("too_many_redirects", f"fetch {safe_url(url)}: more than {MAX_REDIRECTS} redirects")
 
 
 # -- address checks -----------------------------------------------------------
@@ -119,7 +119,7 @@ def _vet(url: str, settings: Settings, allowed: frozenset[str], resolve: Resolve
     except httpx.InvalidURL:
         parsed = None
     if parsed is None or not parsed.host:
-        raise ProviderError("blocked", f"fetch refused: only http(s) URLs with a host ({url[:60]!r})")
+        raise RemoteError("blocked", f"fetch refused: only http(s) URLs with a host ({url[:60]!r})")
     host = parsed.host.lower()
     if settings.allow_private_fetch or host in allowed:
         return _Target(url, {})
@@ -128,7 +128,7 @@ def _vet(url: str, settings: Settings, allowed: frozenset[str], resolve: Resolve
     for address in addresses:
         reason = refusal_reason(address)
         if reason:
-            raise ProviderError("blocked", f"fetch refused: {host} resolves to {reason} address {address}")
+            raise RemoteError("blocked", f"fetch refused: {host} resolves to {reason} address {address}")
     if parsed.scheme == "http":
         # Connect to the address just checked, not to a second DNS answer.
         pinned = str(parsed.copy_with(host=addresses[0]))
@@ -166,10 +166,10 @@ def resolve_host(host: str, port: int) -> list[str]:
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except socket.gaierror as exc:
-        raise ProviderError("network", f"fetch: cannot resolve {host}: {exc}") from None
+        raise RemoteError("network", f"fetch: cannot resolve {host}: {exc}") from None
     addresses = list(dict.fromkeys(info[4][0] for info in infos))
     if not addresses:
-        raise ProviderError("network", f"fetch: {host} has no address")
+        raise RemoteError("network", f"fetch: {host} has no address")
     return addresses
 
 
@@ -177,7 +177,7 @@ def resolve_host(host: str, port: int) -> list[str]:
 def _next_hop(current: str, response: httpx.Response) -> str:
     location = response.headers.get("Location")
     if not location:
-        raise ProviderError(
+        raise RemoteError(
             f"http_{response.status_code}", f"fetch {safe_url(current)}: redirect without Location",
             http_status=response.status_code,
         )
@@ -189,20 +189,20 @@ def _read_body(response: httpx.Response, url: str, max_bytes: int, deadline: flo
     extractor to sniff (pages often declare it only in a <meta> tag)."""
     status = response.status_code
     if not response.is_success:
-        raise ProviderError(f"http_{status}", f"fetch {safe_url(url)}: HTTP {status}", http_status=status)
+        raise RemoteError(f"http_{status}", f"fetch {safe_url(url)}: HTTP {status}", http_status=status)
     media_type = response.headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
     if media_type and media_type not in HTML_TYPES:
-        raise ProviderError("not_html", f"fetch {safe_url(url)}: content type {media_type}", http_status=status)
+        raise RemoteError("not_html", f"fetch {safe_url(url)}: content type {media_type}", http_status=status)
     declared = response.headers.get("Content-Length", "")
     if declared.isdigit() and int(declared) > max_bytes:
-        raise ProviderError("too_large", f"fetch {safe_url(url)}: {declared} bytes", http_status=status)
+        raise RemoteError("too_large", f"fetch {safe_url(url)}: {declared} bytes", http_status=status)
     chunks, size = [], 0
     for chunk in response.iter_bytes():
         size += len(chunk)
         if size > max_bytes:
-            raise ProviderError("too_large", f"fetch {safe_url(url)}: over {max_bytes} bytes", http_status=status)
+            raise RemoteError("too_large", f"fetch {safe_url(url)}: over {max_bytes} bytes", http_status=status)
         if time.monotonic() > deadline:
-            raise ProviderError("timeout", f"fetch {safe_url(url)}: body too slow", http_status=status)
+            raise RemoteError("timeout", f"fetch {safe_url(url)}: body too slow", http_status=status)
         chunks.append(chunk)
     body = b"".join(chunks)
     charset = response.charset_encoding

@@ -14,7 +14,8 @@ from schemas.plan import ResearchPlan
 from schemas.urls import WEB_SCHEMES, UnsafeURL, check_lake_url, source_id_for, url_scheme
 from tasks.common.settings import Settings
 from tasks.retrieval.fetch import configured_hosts, fetch_content
-from tasks.retrieval.providers.base import Hit, Provider, ProviderError, Query
+from tasks.retrieval.providers.base import Hit, Provider, Query
+from tasks.common.errors import RemoteError
 from tasks.retrieval.scoring import score_hit
 
 
@@ -50,7 +51,7 @@ def search_bundle(provider: Provider, call: SearchCall, *, task_id: str, max_res
     executed_at = datetime.now(timezone.utc)
     try:
         hits = provider.search(call.query, max_results)
-    except ProviderError as exc:
+    except RemoteError as exc:
         return failed_bundle(call, task_id, executed_at, exc.code, str(exc), provider.endpoint, exc.http_status)
     bundle = hits_bundle(call, hits, task_id=task_id, executed_at=executed_at,
                          max_results=max_results, settings=settings)
@@ -70,7 +71,7 @@ def add_page_text(bundle: SearchResultBundle, settings: Settings, client: httpx.
             continue
         try:
             page = fetch_content(item.url, settings, client, allow_hosts=allowed)
-        except ProviderError as exc:
+        except RemoteError as exc:
             failures.append(item.model_copy(update={"status": "failed", "error_code": exc.code,
                                                     "http_status": exc.http_status, "rank": None}))
             continue

@@ -90,7 +90,7 @@ def synthesize(sources: list[Source], question: str, plan: dict | None = None, *
     return result
 
 
-def synthesize_task(catalog: Catalog, task_id: str, plan: dict | None = None, *, question: str | None = None,
+def synthesize_from_lake(catalog: Catalog, task_id: str, plan: dict | None = None, *, question: str | None = None,
                     llm: LLMConfig | None = None, client: httpx.Client | None = None, fallback: bool = True,
                     max_sources: int = DEFAULT_MAX_SOURCES, source_ids: list[str] | None = None) -> SynthesisResult:
     """Load a task's consolidated sources and synthesize them. The question is

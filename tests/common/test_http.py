@@ -12,7 +12,7 @@ import pytest
 import tasks.common.http
 from tasks.common.settings import Settings
 from tasks.common.http import make_client, redact, request, request_json, retry_after_seconds, safe_url
-from tasks.retrieval.providers.base import ProviderError
+from tasks.common.errors import RemoteError
 
 KEY = "sk-TOPSECRET-123"
 URL = "https://api.example.com/v1/search"
@@ -65,20 +65,20 @@ def test_transient_status_retried_once_by_default(status, sleeps):
 
 def test_retries_follow_setting(sleeps):
     client, seen = client_for(httpx.Response(503))
-    with pytest.raises(ProviderError) as err:
+    with pytest.raises(RemoteError) as err:
         request(client, "GET", URL, retries=3)
     assert err.value.code == "http_503" and err.value.http_status == 503
     assert len(seen) == 4 and len(sleeps) == 3
 
     client, seen = client_for(httpx.Response(503))
-    with pytest.raises(ProviderError):
+    with pytest.raises(RemoteError):
         request(client, "GET", URL, retries=0)
     assert len(seen) == 1
 
 
 def test_429_twice_is_http_429(sleeps):
     client, seen = client_for(httpx.Response(429, headers={"Retry-After": "1"}))
-    with pytest.raises(ProviderError) as err:
+    with pytest.raises(RemoteError) as err:
         request(client, "GET", URL)
     assert err.value.code == "http_429" and len(seen) == 2 and sleeps == [1.0]
 
@@ -109,7 +109,7 @@ def test_retry_after_parsing():
 @pytest.mark.parametrize("status", [400, 401, 403, 404, 302])
 def test_client_errors_not_retried(status, sleeps):
     client, seen = client_for(httpx.Response(status, text="nope"))
-    with pytest.raises(ProviderError) as err:
+    with pytest.raises(RemoteError) as err:
         request(client, "GET", URL)
     assert err.value.code == f"http_{status}" and len(seen) == 1 and sleeps == []
     assert "nope" in str(err.value)  # the API's explanation is kept
@@ -117,7 +117,7 @@ def test_client_errors_not_retried(status, sleeps):
 
 def test_timeout_and_network_errors(sleeps):
     client, seen = client_for(httpx.ConnectTimeout("connect timed out"))
-    with pytest.raises(ProviderError) as err:
+    with pytest.raises(RemoteError) as err:
         request(client, "GET", URL)
     assert err.value.code == "timeout" and len(seen) == 2
 
@@ -125,7 +125,7 @@ def test_timeout_and_network_errors(sleeps):
     assert request_json(client, "GET", URL) == {}  # recovered on the retry
 
     client, seen = client_for(httpx.ReadError("reset by peer"))
-    with pytest.raises(ProviderError) as err:
+    with pytest.raises(RemoteError) as err:
         request(client, "GET", URL)
     assert err.value.code == "network" and len(seen) == 2
     assert err.value.__cause__ is None  # httpx's exception (and its URL) is not chained
@@ -133,12 +133,12 @@ def test_timeout_and_network_errors(sleeps):
 
 def test_bad_json_and_wrong_type(sleeps):
     client, _ = client_for(httpx.Response(200, text="<html>not json</html>"))
-    with pytest.raises(ProviderError) as err:
+    with pytest.raises(RemoteError) as err:
         request_json(client, "GET", URL)
     assert err.value.code == "bad_response" and "not JSON" in str(err.value)
 
     client, _ = client_for(httpx.Response(200, json=[1, 2]))
-    with pytest.raises(ProviderError) as err:
+    with pytest.raises(RemoteError) as err:
         request_json(client, "GET", URL)
     assert err.value.code == "bad_response"
     assert request_json(client, "GET", URL, expect=list) == [1, 2]
@@ -148,7 +148,7 @@ def test_secrets_never_in_messages_or_logs(sleeps, caplog):
     caplog.set_level(logging.DEBUG)
     echo = httpx.Response(500, text=f"upstream said: bad key {KEY}")
     client, seen = client_for(echo)
-    with pytest.raises(ProviderError) as err:
+    with pytest.raises(RemoteError) as err:
         request(
             client, "GET", URL, params={"api_key": KEY, "q": "x"}, headers={"X-Api-Key": KEY}, secrets=[KEY],
         )

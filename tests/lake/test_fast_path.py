@@ -9,7 +9,7 @@ import json
 
 from bench.generate import bundles
 from tasks.lake import landing, validation
-from tasks.lake.validation import BundleHeader, Candidate, Refusal, Submission
+from tasks.lake.validation import BundleHeader, ReadyBundle, Refusal, Submission
 
 BASE_ITEM = {"url": "https://a.example/x", "title": "t", "captured_at": "2026-03-01T12:00:00Z",
              "score_final": 0.5, "status": "ok"}
@@ -134,7 +134,7 @@ def compare(sub: Submission, default_task: str | None) -> bool:
     if fast is None:
         return False
     where = f"{sub.source} (task default {default_task!r})"
-    assert isinstance(full, Candidate), f"{where}: fast path accepted what validation refuses: {full!r}"
+    assert isinstance(full, ReadyBundle), f"{where}: fast path accepted what validation refuses: {full!r}"
     assert fast.header == BundleHeader.of(full.bundle), f"{where}: header {fast.header} != {BundleHeader.of(full.bundle)}"
     assert fast.content_hash == full.content_hash and fast.uid == full.uid, where
     try:

@@ -22,7 +22,7 @@ from tasks.reporting.report import (
     load_report,
     publish_report,
     render_json,
-    report_task,
+    publish_report,
 )
 from tasks.synthesis.synthesizer import synthesize
 
@@ -126,7 +126,7 @@ def _land(settings, inbox, new_bundle, new_item, task="t1"):
 def test_publish_lands_three_files_and_one_reports_row(settings, lake, inbox, new_bundle, new_item):
     _land(settings, inbox, new_bundle, new_item)
     with open_catalog(settings) as catalog:
-        published = report_task(catalog, "t1", PLAN)
+        published = publish_report(catalog, "t1", PLAN)
         keys = published.keys
         assert keys == {"md": "reports/task_id=t1/report.md", "html": "reports/task_id=t1/report.html",
                         "json": "reports/task_id=t1/report.json"}
@@ -146,7 +146,7 @@ def test_publish_lands_three_files_and_one_reports_row(settings, lake, inbox, ne
 
     # Publishing again replaces the files and the row.
     with open_catalog(settings) as catalog:
-        report_task(catalog, "t1", None, question="Which build backend reads the table?")
+        publish_report(catalog, "t1", None, question="Which build backend reads the table?")
     rows = lake.dicts("SELECT question FROM reports")
     assert rows == [{"question": "Which build backend reads the table?"}]
     with open_catalog(settings, read_only=True) as catalog:

@@ -17,7 +17,7 @@ import tasks.retrieval.fetch
 from tasks.common.settings import Settings
 from tasks.retrieval.fetch import configured_hosts, extract_text, fetch_content, refusal_reason
 from tasks.common.http import make_client
-from tasks.retrieval.providers.base import ProviderError
+from tasks.common.errors import RemoteError
 
 PARAGRAPH = (
     "The evidence lake keeps every search answer as raw JSON next to Parquet tables, "
@@ -82,14 +82,14 @@ def fetch(url, s=None, **kwargs):
 
 
 def test_loopback_refused_by_default(local_server):
-    with pytest.raises(ProviderError) as err:
+    with pytest.raises(RemoteError) as err:
         fetch(f"{local_server}/article")
     assert err.value.code == "blocked" and "loopback" in str(err.value)
 
 
 def test_localhost_name_refused_by_default(local_server):
     port = local_server.rsplit(":", 1)[1]
-    with pytest.raises(ProviderError) as err:
+    with pytest.raises(RemoteError) as err:
         fetch(f"http://localhost:{port}/article")
     assert err.value.code == "blocked"
 
@@ -113,13 +113,13 @@ def test_text_truncated_to_setting(local_server):
 
 def test_http_error_not_html_and_too_large(local_server):
     s = settings(allow_private_fetch=True)
-    with pytest.raises(ProviderError) as err:
+    with pytest.raises(RemoteError) as err:
         fetch(f"{local_server}/missing", s)
     assert err.value.code == "http_404" and err.value.http_status == 404
-    with pytest.raises(ProviderError) as err:
+    with pytest.raises(RemoteError) as err:
         fetch(f"{local_server}/data.json", s)
     assert err.value.code == "not_html"
-    with pytest.raises(ProviderError) as err:
+    with pytest.raises(RemoteError) as err:
         fetch(f"{local_server}/big", s, max_bytes=10_000)
     assert err.value.code == "too_large"
 
@@ -132,7 +132,7 @@ def test_http_error_not_html_and_too_large(local_server):
     ],
 )
 def test_non_http_schemes_refused(url):
-    with pytest.raises(ProviderError) as err:
+    with pytest.raises(RemoteError) as err:
         fetch(url, settings(allow_private_fetch=True))  # even when private fetches are allowed
     assert err.value.code == "blocked"
 
@@ -188,20 +188,20 @@ def test_public_host_fetched_and_pinned_to_checked_address():
 
 def test_redirect_to_private_host_refused():
     pages = {"public.example/a": redirect("http://metadata.example/latest/meta-data/")}
-    with pytest.raises(ProviderError) as err:
+    with pytest.raises(RemoteError) as err:
         mock_fetch("http://public.example/a", pages)
     assert err.value.code == "blocked" and "169.254.169.254" in str(err.value)
 
 
 def test_redirect_to_private_literal_and_to_other_schemes_refused():
     for location in ("http://127.0.0.1:9000/admin", "http://[::1]/", "file:///etc/passwd", "javascript:alert(1)"):
-        with pytest.raises(ProviderError) as err:
+        with pytest.raises(RemoteError) as err:
             mock_fetch("http://public.example/a", {"public.example/a": redirect(location)})
         assert err.value.code == "blocked", location
 
 
 def test_any_private_address_among_several_is_refused():
-    with pytest.raises(ProviderError) as err:
+    with pytest.raises(RemoteError) as err:
         mock_fetch("http://mixed.example/", {"mixed.example/": html("x")})
     assert err.value.code == "blocked" and "10.0.0.7" in str(err.value)
 
@@ -219,7 +219,7 @@ def test_relative_redirects_followed_and_checked():
 
 def test_too_many_redirects():
     pages = {f"public.example/{i}": redirect(f"/{i + 1}") for i in range(10)}
-    with pytest.raises(ProviderError) as err:
+    with pytest.raises(RemoteError) as err:
         mock_fetch("http://public.example/0", pages)
     assert err.value.code == "too_many_redirects"
 
@@ -230,7 +230,7 @@ def test_configured_private_endpoint_allowed():
     page, _ = mock_fetch("http://searx.lan:8080/about", {"searx.lan:8080/about": html("about searx")}, s,
                          allow_hosts=configured_hosts(s))
     assert page.text == "about searx"
-    with pytest.raises(ProviderError):
+    with pytest.raises(RemoteError):
         mock_fetch("http://searx.lan:8080/about", {}, s)  # not without the allow-list
 
 
@@ -240,12 +240,12 @@ def test_timeout_and_declared_size():
 
     s = settings()
     with make_client(s, transport=httpx.MockTransport(slow)) as client:
-        with pytest.raises(ProviderError) as err:
+        with pytest.raises(RemoteError) as err:
             fetch_content("http://public.example/", s, client, resolver=resolver)
     assert err.value.code == "timeout"
 
     huge = httpx.Response(200, headers={"Content-Type": "text/html", "Content-Length": str(10**9)}, content=b"")
-    with pytest.raises(ProviderError) as err:
+    with pytest.raises(RemoteError) as err:
         mock_fetch("http://public.example/", {"public.example/": huge})
     assert err.value.code == "too_large"
 

@@ -18,7 +18,8 @@ import tasks.common.http
 from tasks.common.settings import Settings
 from tasks.common.http import make_client
 from tasks.retrieval.providers.arxiv import ArxivProvider, search_query
-from tasks.retrieval.providers.base import ProviderError, Query
+from tasks.retrieval.providers.base import Query
+from tasks.common.errors import RemoteError
 from tasks.retrieval.providers.brave import BraveProvider
 from tasks.retrieval.providers.openalex import OpenAlexProvider, rebuild_abstract
 from tasks.retrieval.providers.searxng import SearxngProvider
@@ -181,14 +182,14 @@ def test_searxng_endpoint_follows_configured_url_and_intent(sleeps):
 
 def test_searxng_403_means_json_disabled(sleeps):
     server = Server(httpx.Response(403, text="Forbidden"))
-    with pytest.raises(ProviderError) as err:
+    with pytest.raises(RemoteError) as err:
         run(SearxngProvider, server)
     assert err.value.code == "json_disabled" and err.value.http_status == 403
     assert "search.formats" in str(err.value)
 
 
 def test_searxng_all_engines_unresponsive_is_an_error(sleeps):
-    with pytest.raises(ProviderError) as err:
+    with pytest.raises(RemoteError) as err:
         run(SearxngProvider, Server(ok("searxng_unresponsive.json")))
     assert err.value.code == "bad_response"
     assert "google (CAPTCHA)" in str(err.value) and "duckduckgo (timeout)" in str(err.value)
@@ -296,7 +297,7 @@ def test_arxiv_search_query_building():
 
 
 def test_arxiv_error_feed_is_bad_response(sleeps):
-    with pytest.raises(ProviderError) as err:
+    with pytest.raises(RemoteError) as err:
         run(ArxivProvider, Server(ok("arxiv_error.xml")))
     assert err.value.code == "bad_response" and "max_results must be non-negative" in str(err.value)
 
@@ -353,7 +354,7 @@ def test_401_is_http_401_without_retry(cls, sleeps):
     # An API that echoes the key back must not get it into our message.
     echo = httpx.Response(401, json={"error": f"invalid key {SECRETS.get(cls.key_setting)}"})
     server = Server(echo)
-    with pytest.raises(ProviderError) as err:
+    with pytest.raises(RemoteError) as err:
         run(cls, server)
     assert err.value.code == "http_401" and err.value.http_status == 401
     assert len(server.requests) == 1 and sleeps == []
@@ -371,7 +372,7 @@ def test_429_with_retry_after_is_retried_once(cls, sleeps):
 @every_provider
 def test_500_twice_is_http_500(cls, sleeps):
     server = Server(httpx.Response(500, text="oops"), httpx.Response(500, text="oops"), ok(PROVIDERS[cls]))
-    with pytest.raises(ProviderError) as err:
+    with pytest.raises(RemoteError) as err:
         run(cls, server)
     assert err.value.code == "http_500" and len(server.requests) == 2
 
@@ -379,7 +380,7 @@ def test_500_twice_is_http_500(cls, sleeps):
 @every_provider
 def test_timeout_is_retried_then_reported(cls, sleeps):
     server = Server(httpx.ReadTimeout("timed out"))
-    with pytest.raises(ProviderError) as err:
+    with pytest.raises(RemoteError) as err:
         run(cls, server)
     assert err.value.code == "timeout" and len(server.requests) == 2
     assert_no_secret(str(err.value))
@@ -388,7 +389,7 @@ def test_timeout_is_retried_then_reported(cls, sleeps):
 @every_provider
 def test_garbage_body_is_bad_response(cls, sleeps):
     server = Server(httpx.Response(200, text="<html>maintenance</html> not what you asked for"))
-    with pytest.raises(ProviderError) as err:
+    with pytest.raises(RemoteError) as err:
         run(cls, server)
     assert err.value.code == "bad_response"
 
@@ -399,7 +400,7 @@ def test_wrong_shape_is_bad_response(cls, sleeps):
         body = httpx.Response(200, text="<rss><channel/></rss>")
     else:
         body = httpx.Response(200, json={"results": "nope", "data": 3, "web": {"results": {}}})
-    with pytest.raises(ProviderError) as err:
+    with pytest.raises(RemoteError) as err:
         run(cls, Server(body))
     assert err.value.code == "bad_response"
 
@@ -407,7 +408,7 @@ def test_wrong_shape_is_bad_response(cls, sleeps):
 @every_provider
 def test_connection_error_is_network(cls, sleeps, caplog):
     server = Server(httpx.ConnectError("connection refused"))
-    with pytest.raises(ProviderError) as err:
+    with pytest.raises(RemoteError) as err:
         run(cls, server)
     assert err.value.code == "network" and len(server.requests) == 2
     assert_no_secret(str(err.value))
@@ -426,7 +427,7 @@ def test_connection_error_is_network(cls, sleeps, caplog):
 )
 def test_missing_key_is_not_configured(cls, setting, sleeps):
     server = Server(ok(PROVIDERS[cls]))
-    with pytest.raises(ProviderError) as err:
+    with pytest.raises(RemoteError) as err:
         run(cls, server, **{setting: None})
     assert err.value.code == "not_configured" and setting.upper() in str(err.value)
     assert server.requests == []

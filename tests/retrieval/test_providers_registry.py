@@ -8,7 +8,8 @@ import pytest
 from tasks.common.settings import Settings
 from tasks.common.http import make_client
 from tasks.retrieval.providers import registry
-from tasks.retrieval.providers.base import ProviderError, Query
+from tasks.retrieval.providers.base import Query
+from tasks.common.errors import RemoteError
 from tasks.retrieval.providers.searxng import SearxngProvider
 from tasks.retrieval.providers.tavily import TavilyProvider
 
@@ -89,7 +90,7 @@ def test_build_unknown_or_empty_raises(client):
 
 def test_unconfigured_provider_fails_at_search_time(client):
     provider = registry.build_provider("brave", settings(), client)
-    with pytest.raises(ProviderError) as err:
+    with pytest.raises(RemoteError) as err:
         provider.search(Query("q1", "x", "web"), 5)
     assert err.value.code == "not_configured"
 

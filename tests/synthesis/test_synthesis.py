@@ -18,7 +18,7 @@ from tasks.synthesis.extractive import extractive_synthesis
 from tasks.lake.landing import land_files
 from tasks.common.llm import LLMError
 from tasks.synthesis.passages import figures, quote_occurs, sentences, tokens
-from tasks.synthesis.synthesizer import load_sources, synthesize, synthesize_task
+from tasks.synthesis.synthesizer import load_sources, synthesize, synthesize_from_lake
 from tasks.synthesis.base import finish
 from tasks.synthesis.llm_synthesis import llm_synthesis, resolve_source
 
@@ -186,7 +186,7 @@ def test_load_sources_reads_consolidated_text_best_first(settings, inbox, new_bu
     _land(settings, inbox, new_bundle, new_item)
     with open_catalog(settings) as catalog:
         sources = load_sources(catalog, "t1")
-        result = synthesize_task(catalog, "t1")  # no plan, no question: the task's queries stand in
+        result = synthesize_from_lake(catalog, "t1")  # no plan, no question: the task's queries stand in
     assert [s.number for s in sources] == [1, 2]
     assert sources[0].url == "https://peps.python.org/pep-0621/"
     assert "core metadata" in sources[0].body and "Storing project metadata" in sources[0].body
@@ -198,7 +198,7 @@ def test_load_sources_reads_consolidated_text_best_first(settings, inbox, new_bu
 def test_unknown_task_synthesizes_to_no_sources_without_calling_the_model(settings):
     calls: list = []
     with open_catalog(settings) as catalog:
-        result = synthesize_task(catalog, "nothing-here", PLAN, llm=CONFIG, client=mock_llm("{}", seen=calls))
+        result = synthesize_from_lake(catalog, "nothing-here", PLAN, llm=CONFIG, client=mock_llm("{}", seen=calls))
     assert calls == []
     assert result.contradictions_or_gaps[0].kind == "gap" and not result.synthesized_insights
 

@@ -19,7 +19,8 @@ import httpx
 
 from tasks.common.settings import Settings, secret_value
 from tasks.common.http import request, request_json
-from tasks.retrieval.providers.base import Hit, ProviderError
+from tasks.retrieval.providers.base import Hit
+from tasks.common.errors import RemoteError
 
 
 class ApiProvider:
@@ -51,7 +52,7 @@ class ApiProvider:
         """The credential, or not_configured when the API cannot work without it."""
         key = self.key
         if self.key_required and not key:
-            raise ProviderError(
+            raise RemoteError(
                 "not_configured", f"{self.name}: set {self.key_setting.upper()} to use this provider"
             )
         return key
@@ -71,8 +72,8 @@ class ApiProvider:
         kwargs.setdefault("secrets", (self.key,))
         return kwargs
 
-    def bad_response(self, what: str) -> ProviderError:
-        return ProviderError("bad_response", f"{self.name}: {what}")
+    def bad_response(self, what: str) -> RemoteError:
+        return RemoteError("bad_response", f"{self.name}: {what}")
 
 
 # -- shape checks -------------------------------------------------------------

@@ -1,7 +1,7 @@
 """The one interface every search provider implements.
 
 A provider turns a `Query` into a list of `Hit`s (raw results, unscored), or
-raises `ProviderError` with a short machine-readable code. Scoring, bundling
+raises `RemoteError` (tasks/common/errors.py) with a short machine-readable code. Scoring, bundling
 and landing happen elsewhere, the same for every provider.
 """
 
@@ -35,15 +35,6 @@ class Hit:
     extra: dict = field(default_factory=dict)
 
 
-class ProviderError(Exception):
-    """A provider call failed. `code` lands as the failed item's error_code:
-    timeout, http_4xx/http_5xx (e.g. http_429), blocked, bad_response,
-    network, not_configured."""
-
-    def __init__(self, code: str, message: str, *, http_status: int | None = None):
-        super().__init__(message)
-        self.code = code
-        self.http_status = http_status
 
 
 class Provider(Protocol):

@@ -86,7 +86,7 @@ def provider_class(name: str) -> type:
 
 def build_provider(name: str, settings: Settings, client: httpx.Client, library: Provider | None = None) -> Provider:
     """An instance ready to search. An unconfigured API is still built: its
-    search raises ProviderError("not_configured"), which lands like any failure."""
+    search raises RemoteError("not_configured"), which lands like any failure."""
     name = _one_name(name)
     if name == "library":
         if library is None:

@@ -11,7 +11,8 @@ There is no result-count parameter: one page is fetched and cut.
 from __future__ import annotations
 
 from tasks.common.settings import Settings
-from tasks.retrieval.providers.base import Hit, ProviderError, Query
+from tasks.retrieval.providers.base import Hit, Query
+from tasks.common.errors import RemoteError
 from tasks.retrieval.providers.api import (
     ApiProvider,
     as_list,
@@ -50,9 +51,9 @@ class SearxngProvider(ApiProvider):
         try:
             # The instance URL is not a secret; nothing to scrub.
             payload = self.get_json(self.endpoint, params=params, secrets=())
-        except ProviderError as exc:
+        except RemoteError as exc:
             if exc.http_status == 403:
-                raise ProviderError(
+                raise RemoteError(
                     "json_disabled",
                     f"searxng: {self.endpoint} answered 403: enable 'json' under search.formats "
                     "in the instance's settings.yml (or the instance refuses this client)",

@@ -50,7 +50,7 @@ class Skip:
 
 
 @dataclass(frozen=True)
-class Candidate:
+class DocumentFile:
     """A file (or topic) that may be indexed; `read` fetches its bytes."""
 
     path: str
@@ -65,7 +65,7 @@ class Candidate:
 class Corpus:
     key: str
     root: str
-    walk: Callable[[], Iterator[Candidate | Skip]]
+    walk: Callable[[], Iterator[DocumentFile | Skip]]
 
 
 class SkipFile(Exception):
@@ -86,7 +86,7 @@ def corpus_for(settings: Settings) -> Corpus:
     return Corpus(key=f"folder:{root}", root=str(root), walk=lambda: walk_folder(root))
 
 
-def walk_folder(root: Path) -> Iterator[Candidate | Skip]:
+def walk_folder(root: Path) -> Iterator[DocumentFile | Skip]:
     failed_dirs: list[Skip] = []
 
     def on_error(error: OSError) -> None:
@@ -103,7 +103,7 @@ def walk_folder(root: Path) -> Iterator[Candidate | Skip]:
     yield from failed_dirs
 
 
-def _candidate(root: Path, path: Path, kind: str) -> Candidate | Skip:
+def _candidate(root: Path, path: Path, kind: str) -> DocumentFile | Skip:
     relative = path.relative_to(root).as_posix()
     try:
         info = path.stat()  # follows symlinks: a dangling one fails here
@@ -113,7 +113,7 @@ def _candidate(root: Path, path: Path, kind: str) -> Candidate | Skip:
         return Skip(relative, "not a regular file")
     if info.st_size > MAX_FILE_BYTES:
         return Skip(relative, f"too large ({info.st_size:,} bytes; limit {MAX_FILE_BYTES:,})")
-    return Candidate(relative, path.as_uri(), kind, info.st_mtime, info.st_size, path.read_bytes)
+    return DocumentFile(relative, path.as_uri(), kind, info.st_mtime, info.st_size, path.read_bytes)
 
 
 # -- Python's own documentation -----------------------------------------------
@@ -158,11 +158,11 @@ def pydoc_corpus() -> Corpus:
     topics_file = Path(module.__file__).resolve()
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
 
-    def walk() -> Iterator[Candidate]:
+    def walk() -> Iterator[DocumentFile]:
         mtime = topics_file.stat().st_mtime
         for topic in sorted(module.topics):
             data = module.topics[topic].encode("utf-8")
-            yield Candidate(topic, pydoc_url(topic, topics_file), "pydoc", mtime, len(data),
+            yield DocumentFile(topic, pydoc_url(topic, topics_file), "pydoc", mtime, len(data),
                             lambda data=data: data)
 
     return Corpus(key=f"pydoc:{version}", root=str(topics_file), walk=walk)

@@ -29,7 +29,7 @@ import duckdb
 import pyarrow as pa
 
 from tasks.common.settings import Settings
-from tasks.retrieval.providers.library.documents import Candidate, Corpus, Extracted, Skip, SkipFile, corpus_for, extract, passages
+from tasks.retrieval.providers.library.documents import DocumentFile, Corpus, Extracted, Skip, SkipFile, corpus_for, extract, passages
 from tasks.lake.sqlfiles import sql
 from tasks.common.text import CJK_RUN, cjk_bigrams
 
@@ -120,8 +120,8 @@ def _index(con: duckdb.DuckDBPyConnection, corpus: Corpus) -> IndexReport:
     known = {path: (mtime, size, sha) for path, mtime, size, sha in
              con.execute(sql("library_documents_state"), [corpus.key]).fetchall()}
     seen: set[str] = set()
-    fresh: list[tuple[Candidate, str, Extracted]] = []
-    touched: list[Candidate] = []
+    fresh: list[tuple[DocumentFile, str, Extracted]] = []
+    touched: list[DocumentFile] = []
     for found in corpus.walk():
         if isinstance(found, Skip):
             report.skipped.append(found)
@@ -147,7 +147,7 @@ def _index(con: duckdb.DuckDBPyConnection, corpus: Corpus) -> IndexReport:
     return report
 
 
-def _examine(candidate: Candidate, known: tuple | None) -> Skip | str | tuple[str, Extracted]:
+def _examine(candidate: DocumentFile, known: tuple | None) -> Skip | str | tuple[str, Extracted]:
     """'unchanged', 'touched' (same bytes), (sha256, Extracted) for new or
     changed content, or a Skip."""
     if known and known[0] == candidate.mtime and known[1] == candidate.size:
@@ -165,7 +165,7 @@ def _examine(candidate: Candidate, known: tuple | None) -> Skip | str | tuple[st
         return Skip(candidate.path, str(reason))
 
 
-def _write(con, corpus: Corpus, fresh, touched: list[Candidate], gone: list[str], *, changed: bool) -> None:
+def _write(con, corpus: Corpus, fresh, touched: list[DocumentFile], gone: list[str], *, changed: bool) -> None:
     """Apply one corpus's changes in one transaction: a crash leaves the
     previous state, and `fts_stale` set with the data it describes."""
     now = datetime.now(timezone.utc)

@@ -41,7 +41,8 @@ from tasks.retrieval.providers.library.index import (
     index_library,
     load_fts,
 )
-from tasks.retrieval.providers.base import Hit, ProviderError, Query
+from tasks.retrieval.providers.base import Hit, Query
+from tasks.common.errors import RemoteError
 from tasks.lake.sqlfiles import sql
 from tasks.common.text import CJK_RUN
 
@@ -91,9 +92,9 @@ class LibraryProvider:
             idf = dict(cursor.execute(sql("library_query_terms"), [text]).fetchall())
             held = cursor.execute(sql("library_passage_terms"), [[row[7] for row in rows], list(idf)]).fetchall()
         except LibraryUnavailable as error:
-            raise ProviderError("not_configured", str(error).splitlines()[0]) from error
+            raise RemoteError("not_configured", str(error).splitlines()[0]) from error
         except duckdb.Error as error:
-            raise ProviderError("index_error", f"library index: {error}".splitlines()[0]) from error
+            raise RemoteError("index_error", f"library index: {error}".splitlines()[0]) from error
         finally:
             cursor.close()
         matched: dict[int, float] = {}
