@@ -143,7 +143,7 @@ def _plan(catalog: Catalog, batch: list[ReadyBundle], replace: bool) -> _Plan:
     for cand in batch:
         key = (cand.task_id, cand.query_id)
         if key in seen:
-            if _same_bundle(seen[key], cand.content_hash, lambda: seen[key].raw):
+            if _same_bundle(cand, seen[key].content_hash, lambda: seen[key].raw):
                 plan.unchanged.append(cand)
             else:
                 plan.refused.append(_conflict(cand, "another file in this batch has the same task_id and query_id"))
