@@ -57,12 +57,13 @@ def research(
 
 
 def resolve_budget(timeout, max_target_count, max_fallback_rounds):
-    from schemas.governance import Budget, BudgetError
+    from schemas.governance import BudgetError
+    from tasks.common.settings import Settings
     try:
-        return Budget.resolve({"timeout_seconds": timeout, "max_target_count": max_target_count,
-                               "max_fallback_rounds": max_fallback_rounds},
-                              option_names={"timeout_seconds": "--timeout", "max_target_count": "--max-target-count",
-                                            "max_fallback_rounds": "--max-fallback-rounds"})
+        return Settings().budget({"timeout_seconds": timeout, "max_target_count": max_target_count,
+                                  "max_fallback_rounds": max_fallback_rounds},
+                                 option_names={"timeout_seconds": "--timeout", "max_target_count": "--max-target-count",
+                                               "max_fallback_rounds": "--max-fallback-rounds"})
     except BudgetError as exc:
         raise UserError(str(exc)) from None
 
