@@ -117,9 +117,8 @@ def verify_citations(result: SynthesisResult, sources: list[Source]) -> Synthesi
         else:
             citation.start = citation.end = None
             shown = clip(citation.quote, 80) or "(empty quote)"
-            result.warnings.append(
-                f"unverified citation: the quote “{shown}” was not found in source "
-                f"S{citation.source_number} ({citation.domain})")
+            result.warnings.append(f"unverified citation: the quote “{shown}” was not found in the text of "
+                                   f"{citation.domain or citation.url}; it is not shown as evidence")
     return result
 
 

@@ -12,6 +12,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from tasks.common.text import CJK_RUN
+from tasks.common.text import STOPWORDS as QUESTION_WORDS
 
 _HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff]")
 _WORD = re.compile(r"[^\W_]+")
@@ -56,8 +57,8 @@ def _stem(word: str) -> str:
 
 
 def _latin_tokens(text: str) -> list[str]:
-    words = (_stem(w) for w in _WORD.findall(text))
-    return [w for w in words if w not in STOPWORDS and (len(w) > 1 or w.isdigit())]
+    words = (w for w in _WORD.findall(text) if w not in STOPWORDS and w not in QUESTION_WORDS)
+    return [_stem(w) for w in words if len(w) > 1 or w.isdigit()]
 
 
 def _cjk_tokens(run: str) -> list[str]:

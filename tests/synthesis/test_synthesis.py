@@ -93,7 +93,7 @@ def test_fabricated_quote_is_flagged_not_trusted():
     finish(result, sources)
     real, fake = result.synthesized_insights[0].citations
     assert real.verified and not fake.verified
-    assert any("PEP 621 makes setup.py mandatory" in w and "S2" in w for w in result.warnings)
+    assert any("PEP 621 makes setup.py mandatory" in w and "peps.python.org" in w for w in result.warnings)
     assert result.synthesized_insights[0].citability == "medium"
 
 
