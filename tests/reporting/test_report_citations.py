@@ -20,8 +20,8 @@ from tasks.synthesis.modeling import build_blueprint
 from tasks.synthesis.synthesizer import synthesize
 
 WRAPPED = (
-    "Configuring builds\n"
-    "==================\n\n"
+    "Configuring builds — the pyproject’s tables\n"
+    "===========================================\n\n"
     "The [build-system] table declares which build backend builds your\n"
     "project; pip reads it before anything else.\n\n"
     "Project metadata such as name and version lives in the [project]\n"
@@ -50,6 +50,11 @@ def test_every_report_citation_is_checkable_at_its_offsets_in_the_lake(settings,
         "SELECT r.*, c.content_text, c.snippet FROM report_citations r "
         "JOIN consolidated c USING (task_id, source_id) WHERE r.task_id = 't1' ORDER BY section, item_index")
     assert rows and {r["section"] for r in rows} >= {"insight", "model"}
+    in_sql = lake.rows(
+        "SELECT bool_and(substr(c.content_text, r.quote_start + 1, r.quote_end - r.quote_start) = r.quote) "
+        "FROM report_citations r JOIN consolidated c USING (task_id, source_id) "
+        "WHERE r.quoted_field = 'content_text'")
+    assert in_sql == [(True,)]
     for row in rows:
         stored = row["content_text"] if row["quoted_field"] == "content_text" else row["snippet"]
         assert row["verified"] and stored[row["quote_start"]:row["quote_end"]] == row["quote"], row
