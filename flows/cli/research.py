@@ -159,9 +159,9 @@ def report(
     from tasks.retrieval.plan_store import selected_source_ids, stored_plan
     config = settings()
     if rebuild:
-        with open_catalog(config, "report") as catalog:
-            publish_report(catalog, task_id, stored_plan(catalog, task_id), llm=LLMConfig.from_settings(config),
-                        source_ids=selected_source_ids(catalog, task_id))
+        with open_catalog(config, "report: plan", read_only=True) as catalog:
+            plan, source_ids = stored_plan(catalog, task_id), selected_source_ids(catalog, task_id)
+        publish_report(config, task_id, plan, llm=LLMConfig.from_settings(config), source_ids=source_ids)
     with open_catalog(config, "report", read_only=True) as catalog:
         text = load_report(catalog, task_id, fmt.value)
     if output is None:
