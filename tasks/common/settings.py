@@ -8,6 +8,11 @@ from pathlib import Path
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from tasks.common.redaction import register, url_credentials
+
+# Settings holding URLs a user may write credentials into (user:password@, ?token=).
+URL_FIELDS = ("searxng_url", "llm_base_url", "openrouter_base_url", "lake")
+
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
@@ -67,6 +72,19 @@ class Settings(BaseSettings):
     # `searchlake serve`: the progress-event stream (no auth: loopback by default)
     serve_host: str = "127.0.0.1"
     serve_port: int = Field(default=8765, ge=0, le=65535)
+
+    def model_post_init(self, context) -> None:
+        # Known to redaction from the moment they are configured, so no log
+        # line, stored text or message can carry them.
+        register(self.secret_values())
+
+    def secret_values(self) -> tuple[str, ...]:
+        """Every configured secret: SecretStr fields and the credential parts of URL fields."""
+        values = [value.get_secret_value() for name in type(self).model_fields
+                  if isinstance(value := getattr(self, name), SecretStr)]
+        for name in URL_FIELDS:
+            values += url_credentials(getattr(self, name))
+        return tuple(v for v in dict.fromkeys(values) if v)
 
     @cached_property
     def lake_root(self) -> str:
