@@ -240,10 +240,7 @@ def _failure_refusal(sub: Submission, exc: BaseException) -> Refusal:
 
 def _file_url_outside(ready: ReadyBundle, roots: tuple[str, ...]) -> Refusal | None:
     """An ingested bundle may point at local files only inside a library folder."""
-    if ready.items is not None:
-        urls = ready.items.column("url")
-    else:
-        urls = pa.array([item.url for item in ready.bundle.results], pa.string())  # type: ignore[union-attr]
+    urls = ready.items.column("url")  # type: ignore[union-attr]  # prepare() gives every bundle its columns
     file_urls = pc.match_substring_regex(urls, r"^\s*[Ff][Ii][Ll][Ee]:")
     for index in pc.indices_nonzero(pc.fill_null(file_urls, False)).to_pylist():
         url = urls[index].as_py()
