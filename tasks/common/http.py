@@ -332,13 +332,15 @@ def call(
         target = target.copy_merge_params(params)
     where = f"{method.upper()} {safe_url(target)}"
     limit = timeout if timeout is not None else client.timeout.read
+    # None would mean "no timeout at all" to httpx, not "the client's".
+    per_call = httpx.USE_CLIENT_DEFAULT if timeout is None else timeout
 
     def once() -> T:
         started = time.monotonic()
         attempt = Attempt()
         try:
             response = client.send(client.build_request(method, target, headers=headers, json=json,
-                                                        timeout=timeout), stream=stream)
+                                                        timeout=per_call), stream=stream)
         except httpx.TimeoutException:
             failure = _timeout(limit, started)
         except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:
