@@ -10,9 +10,7 @@ There is no result-count parameter: one page is fetched and cut.
 
 from __future__ import annotations
 
-import httpx
-
-from tasks.common.http import safe_url
+from tasks.common.http import endpoint_url, safe_url
 from tasks.common.settings import Settings
 from tasks.retrieval.providers.base import Hit, Query
 from tasks.common.errors import RemoteError
@@ -48,8 +46,7 @@ class SearxngProvider(ApiProvider):
             # The configured URL may carry credentials (user:password@,
             # ?token=): they go with the request, while `endpoint`, which
             # failed items and messages show, is the instance without them.
-            base = httpx.URL(settings.searxng_url)
-            self.search_url = base.copy_with(path=base.path.rstrip("/") + "/search")
+            self.search_url = endpoint_url(settings.searxng_url, "search")
             self.endpoint = safe_url(self.search_url)
 
     def search(self, query: Query, max_results: int) -> list[Hit]:
@@ -58,7 +55,7 @@ class SearxngProvider(ApiProvider):
         if query.intent in CATEGORY_BY_INTENT:
             params["categories"] = CATEGORY_BY_INTENT[query.intent]
         try:
-            payload = self.get_json(str(self.search_url), params=params)
+            payload = self.get_json(self.search_url, params=params)
         except RemoteError as exc:
             if exc.http_status == 403:
                 raise RemoteError(
