@@ -146,11 +146,6 @@ def _block_spans(text: str) -> list[tuple[int, int]]:
     return blocks
 
 
-def sentences(text: str) -> list[str]:
-    """Sentences of a text, each with its inner whitespace collapsed."""
-    return [" ".join(text[s:e].split()) for s, e in sentence_spans(text)]
-
-
 def weight_len(text: str) -> int:
     """Length where a CJK character counts twice: a CJK character carries
     about as much as two Latin letters, so one threshold serves both."""
@@ -206,11 +201,6 @@ def locate(quote: str, text: str) -> tuple[int, int] | None:
         first = match.start() if n == 0 else first
         pos = match.end()
     return first, pos
-
-
-def quote_occurs(quote: str, text: str) -> bool:
-    """True when the quote occurs in the text (see `locate`)."""
-    return locate(quote, text) is not None
 
 
 # -- ranking -------------------------------------------------------------------
