@@ -145,8 +145,11 @@ def _relevance(sentences: list[_Sentence], question: str, aspect_list: list[Aspe
     pairs = question_pairs(question)
     whole = [list(a.terms) for a in aspect_list if a.sufficient]
     out = []
+    # A question of three or more terms needs two of them in a sentence: one
+    # rare word ("looked") is not the question.
+    floor = 2 if len(focus.terms) >= 3 else 1
     for s, b in zip(sentences, bm25):
-        coverage = focus.coverage(s.termset)
+        coverage = focus.coverage(s.termset, text=s.phrase_text) if focus.matched_terms(s.termset) >= floor else 0.0
         if coverage < opts.min_coverage and any(set(terms) <= s.termset for terms in whole):
             coverage = opts.min_coverage
         if coverage < opts.min_coverage:
@@ -337,7 +340,8 @@ def extractive_synthesis(sources: list[Source], question: str, plan: dict | None
         return no_sources_result(question, language, dims, "extractive")
     sentences = _sentences(sources, opts)
     aspect_list = aspects(question, plan, dims)
-    focus = Focus.of(question, (s.termset for s in sentences), extra=[t for a in aspect_list for t in a.terms])
+    focus = Focus.of(question, [(s.termset, s.phrase_text) for s in sentences],
+                     extra=[t for a in aspect_list for t in a.terms])
     relevance = _relevance(sentences, question, aspect_list, focus, opts)
     found = _findings(sentences, relevance, opts.pool)
     picked = _pick(found, aspect_list, focus, opts)
