@@ -16,7 +16,7 @@ from tasks.common.text import phrases
 from tasks.synthesis.passages import fold, tokens
 
 MAX_ASPECTS = 4
-_WORDS = re.compile(r"[^\W_]+")
+_WORDS = re.compile(r"\w+")  # "with_statement" is one name, not the pair "with statement"
 
 
 def words(text: str) -> list[str]:

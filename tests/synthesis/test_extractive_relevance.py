@@ -113,3 +113,12 @@ def test_the_answering_sentence_of_a_page_is_quoted_not_its_first_match():
     sources = [source(1, "https://docs.python.org/3.11/reference/compound_stmts.html", "Function definitions", text)]
     result = extractive_synthesis(sources, "When is a function decorator applied to the function?")
     assert quotes(result)[0].startswith("A function decorator is applied when the def statement executes")
+
+
+def test_a_sphinx_page_and_its_source_file_are_one_document():
+    shared = "Tasks are used to schedule coroutines concurrently in the event loop."
+    docs = "file:///usr/share/doc/python3.11/html"
+    sources = [source(1, f"{docs}/library/asyncio-task.html", "Coroutines and Tasks", f"Intro.\n\n{shared}\n"),
+               source(2, f"{docs}/_sources/library/asyncio-task.rst.txt", "Coroutines and Tasks", f"{shared}\n")]
+    insight = extractive_synthesis(sources, "How does asyncio schedule coroutines concurrently?").synthesized_insights[0]
+    assert "other source" not in insight.text and len(insight.citations) == 1
