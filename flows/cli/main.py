@@ -124,8 +124,7 @@ def demo() -> None:
 
 
 def main() -> None:
-    from duckdb import Error as DuckDBError
-    from tasks.lake.catalog import CatalogBusy
+    from tasks.lake.catalog import CatalogBusy, CatalogError
     from tasks.lake.consolidation import UnknownTask
     from tasks.retrieval.plan_store import QuestionMismatch
     try:
@@ -137,7 +136,7 @@ def main() -> None:
     except ValidationError as exc:
         first = exc.errors()[0]
         _fail(f"invalid setting {'.'.join(map(str, first['loc']))}: {first['msg']}")
-    except DuckDBError as exc:
+    except CatalogError as exc:
         _fail(str(exc).splitlines()[0])
 
 

@@ -27,6 +27,10 @@ _HELD_HERE: set[str] = set()  # catalogs a thread of this process holds
 TEMPLATES = {"results": rows.RESULTS, "consolidated": rows.CONSOLIDATED}
 
 
+# What a failed catalog statement raises, for callers outside the lake package.
+CatalogError = duckdb.Error
+
+
 class CatalogBusy(RuntimeError):
     """Another searchlake command holds the catalog."""
 
