@@ -220,7 +220,8 @@ def _shown_quote(s: _Sentence) -> str:
 def _insight(finding: _Finding, aspect: Aspect | None, lab: dict[str, str]) -> Insight:
     domain, quote = finding.lead.source.domain, _shown_quote(finding.lead)
     others = len(finding.documents()) - 1
-    text = (lab["says_many"].format(domain=domain, others=others, count=others + 1, quote=quote) if others
+    text = (lab["says_many"].format(domain=domain, others=others, count=others + 1, quote=quote,
+                                    sources="source" if others == 1 else "sources") if others
             else lab["says_one"].format(domain=domain, quote=quote))
     return Insight(text=text, dimension=aspect.label if aspect else None,
                    citations=[s.source.cite(s.start, s.end) for s in [finding.lead, *finding.members]])
