@@ -78,7 +78,7 @@ def sql_command(
     """Run read-only SQL over the lake and the catalog."""
     from tasks.lake.catalog import open_catalog
     from tasks.lake.query import NotReadOnly, run_analyst_query, to_csv, to_json
-    with open_catalog(settings(), "sql", read_only=True) as catalog:
+    with open_catalog(settings(), "sql", read_only=True, confined=True) as catalog:
         try:
             result = run_analyst_query(catalog, query)
         except NotReadOnly as exc:

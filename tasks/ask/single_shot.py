@@ -38,7 +38,7 @@ from schemas.urls import UnsafeURL, WEB_SCHEMES, check_lake_url, source_id_for, 
 from tasks.ask.plan import AskBudgetExceeded, AskError, AskPlan, plan_ask
 from tasks.lake.catalog import Catalog, open_catalog
 from tasks.common.settings import Settings, secret_value
-from tasks.common.http import redact
+from tasks.common.http import make_client, redact
 from tasks.lake.files import Lake, LakeWrite
 from tasks.lake.landing import land_bundles
 from tasks.ask.openrouter import Exchange, Usage, choice_message, exchange, parse_citations, parse_usage, request_body
@@ -175,9 +175,9 @@ def _ask(plan: AskPlan, settings: Settings, client: httpx.Client | None, key: st
     url = f"{settings.openrouter_base_url.rstrip('/')}/chat/completions"
     body = request_body(plan)
     owned = client is None
-    client = client or httpx.Client(timeout=plan.timeout, follow_redirects=False)
+    client = client or make_client(timeout=plan.timeout)
     try:
-        ex = exchange(client, url, body, key, plan, settings.ask_retry_after_max)
+        ex = exchange(client, url, body, key, plan, settings.ask_retry_after_max, settings.secret_values())
     finally:
         if owned:
             client.close()

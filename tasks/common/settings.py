@@ -12,6 +12,10 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from schemas.governance import BUDGET_VARIABLES, Budget
 from schemas.scoring import ScoringFile
+from tasks.common.redaction import register, url_credentials
+
+# Settings holding URLs a user may write credentials into (user:password@, ?token=).
+URL_FIELDS = ("searxng_url", "llm_base_url", "openrouter_base_url", "lake")
 
 
 class Settings(BaseSettings):
@@ -92,6 +96,19 @@ class Settings(BaseSettings):
         """SEARCHLAKE_SCORING_FILE, read and validated; None when unset.
         Raises ValueError naming the file and the first problem."""
         return None if self.scoring_file is None else _read_scoring_file(str(self.scoring_file))
+
+    def model_post_init(self, context) -> None:
+        # Known to redaction from the moment they are configured, so no log
+        # line, stored text or message can carry them.
+        register(self.secret_values())
+
+    def secret_values(self) -> tuple[str, ...]:
+        """Every configured secret: SecretStr fields and the credential parts of URL fields."""
+        values = [value.get_secret_value() for name in type(self).model_fields
+                  if isinstance(value := getattr(self, name), SecretStr)]
+        for name in URL_FIELDS:
+            values += url_credentials(getattr(self, name))
+        return tuple(v for v in dict.fromkeys(values) if v)
 
     @cached_property
     def lake_root(self) -> str:

@@ -21,7 +21,7 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
-import tasks.ask.openrouter as openrouter_module
+import tasks.common.http
 from schemas.ask import AskOptions
 from tasks.ask.single_shot import ASK_STEP, ASK_STEPS, AskBudgetExceeded, AskError, ask
 from tasks.lake.catalog import open_catalog
@@ -107,7 +107,7 @@ def ask_settings(settings, monkeypatch) -> Settings:
 def waits(monkeypatch) -> list[float]:
     """Retry waits, recorded instead of slept."""
     slept: list[float] = []
-    monkeypatch.setattr(openrouter_module, "_sleep", slept.append)
+    monkeypatch.setattr(tasks.common.http, "_sleep", slept.append)
     return slept
 
 
