@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from schemas.report import ContradictionOrGap, Insight, KeyDataPoint, SynthesisResult
+from tasks.common.text import terms
 from tasks.synthesis.base import Source, finish, no_sources_result, plan_dimensions
 from tasks.synthesis.focus import Aspect, Focus, aspects, question_pairs, words
 from tasks.synthesis.labels import detect_language, labels
@@ -38,7 +39,6 @@ from tasks.synthesis.passages import (
     jaccard,
     near_duplicate,
     sentence_spans,
-    tokens,
     weight_len,
 )
 
@@ -114,9 +114,9 @@ def _sentences(sources: list[Source], opts: ExtractiveOptions) -> list[_Sentence
             if not is_prose(sentence) or fold(sentence) == title:
                 continue
             quoted = start + len(clip(sentence, opts.quote_chars))
-            terms = tokens(sentence)
-            if len(terms) >= 3:
-                out.append(_Sentence(source, start, quoted, end, terms))
+            held = terms(sentence)
+            if len(held) >= 3:
+                out.append(_Sentence(source, start, quoted, end, held))
     return out
 
 
@@ -238,7 +238,7 @@ class _Point:
 
     @cached_property
     def measure_terms(self) -> frozenset[str]:
-        return frozenset(t for t in tokens(self.figure.measure) if not t.isdigit())
+        return frozenset(t for t in terms(self.figure.measure) if not t.isdigit())
 
     def same_measure(self, other: "_Point") -> bool:
         return (self.figure.base_unit == other.figure.base_unit

@@ -7,30 +7,25 @@ pairs ("with statement"), and the aspects a report groups its findings by
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from tasks.common.text import phrases
-from tasks.synthesis.passages import fold, tokens
+from tasks.common.text import phrases, terms, tokens
 
 MAX_ASPECTS = 4
-_WORDS = re.compile(r"\w+")  # "with_statement" is one name, not the pair "with statement"
-
-
 def words(text: str) -> list[str]:
-    """The folded words of a text, stopwords kept: what word pairs match on."""
-    return _WORDS.findall(fold(text))
+    """The words of a text, stopwords kept: what word pairs match on."""
+    return tokens(text)
 
 
 def question_pairs(question: str) -> list[str]:
     """Adjacent word pairs of the question that hold one of its content
     terms ("decorator expressions"): a passage about them repeats them."""
     ws = words(question)
-    content = set(tokens(question))
+    content = set(terms(question))
     return list(dict.fromkeys(f"{a} {b}" for a, b in zip(ws, ws[1:])
-                              if len(a) > 1 and len(b) > 1 and (set(tokens(a)) | set(tokens(b))) & content))
+                              if len(a) > 1 and len(b) > 1 and (set(terms(a)) | set(terms(b))) & content))
 
 
 _ARTICLES = ("the", "a", "an")
@@ -42,7 +37,7 @@ def named_keywords(question: str) -> list[str]:
     pair is what a passage about it must hold; "statement" alone is not."""
     ws = words(question)
     return list(dict.fromkeys(f"{b} {c}" for a, b, c in zip(ws, ws[1:], ws[2:])
-                              if a in _ARTICLES and not tokens(b) and tokens(c)))
+                              if a in _ARTICLES and not terms(b) and terms(c)))
 
 
 @dataclass
@@ -58,22 +53,22 @@ class Focus:
     @classmethod
     def of(cls, question: str, pool: list[tuple[frozenset[str], str]], extra: Iterable[str] = ()) -> "Focus":
         """`pool`: (terms, " words ") of every candidate sentence."""
-        terms = list(dict.fromkeys(tokens(question)))
+        content = list(dict.fromkeys(terms(question)))
         pairs = named_keywords(question)
-        wanted = set(terms) | set(extra)
+        wanted = set(content) | set(extra)
         df = Counter(t for termset, _ in pool for t in termset & wanted)
         df.update(p for _, text in pool for p in pairs if f" {p} " in text)
         n = len(pool)
         # A unit no sentence holds weighs as the rarest one that occurs: it
         # counts against every sentence's coverage without dwarfing the rest.
         idf = {u: math.log(1 + (n - max(1, df[u]) + 0.5) / (max(1, df[u]) + 0.5)) for u in [*wanted, *pairs]}
-        return cls(terms, pairs, idf)
+        return cls(content, pairs, idf)
 
-    def coverage(self, termset: frozenset[str], terms: list[str] | None = None, text: str = "") -> float:
+    def coverage(self, termset: frozenset[str], only: list[str] | None = None, text: str = "") -> float:
         """The share of the units' idf weight a sentence holds, in [0, 1]:
-        the question's terms and named pairs, or the given `terms` only."""
-        units = [(t, t in termset) for t in (self.terms if terms is None else terms)]
-        if terms is None:
+        the question's terms and named pairs, or the terms `only`."""
+        units = [(t, t in termset) for t in (self.terms if only is None else only)]
+        if only is None:
             units += [(p, f" {p} " in text) for p in self.pairs]
         total = sum(self.idf.get(u, 0.0) for u, _ in units)
         if total <= 0:
@@ -105,9 +100,9 @@ def aspects(question: str, plan: dict | None, dimensions: list[str]) -> list[Asp
     labels = dimensions if from_model else [_named(_noun_part(p), question) for p in phrases(question)]
     found: list[Aspect] = []
     for label in labels:
-        terms = tuple(dict.fromkeys(tokens(label)))
-        if terms and all(set(terms) != set(a.terms) for a in found):
-            found.append(Aspect(" ".join(label.split()), terms, sufficient=bool(from_model) or len(terms) >= 2))
+        held = tuple(dict.fromkeys(terms(label)))
+        if held and all(set(held) != set(a.terms) for a in found):
+            found.append(Aspect(" ".join(label.split()), held, sufficient=bool(from_model) or len(held) >= 2))
     return found[:MAX_ASPECTS]
 
 

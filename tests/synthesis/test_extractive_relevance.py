@@ -58,7 +58,7 @@ def test_labels_are_the_questions_words_never_a_stem_or_a_framing_word():
     text = ("A decorator is a callable that takes a function and returns a replacement function.\n\n"
             "Decorator expressions are evaluated when the function is defined.\n")
     sources = [source(1, "https://docs.python.org/3.11/glossary.html", "Glossary", text)]
-    for question in ("How do decorators work?", "How does a decorator work?"):
+    for question in ("How do decorators work?", "How does a decorator work?", "What happens between decorators?"):
         result = extractive_synthesis(sources, question)
         names = {i.dimension for i in result.synthesized_insights} | {
             d.name for d in extractive_blueprint(result).coreDrivers}
