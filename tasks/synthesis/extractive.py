@@ -42,6 +42,8 @@ from tasks.synthesis.passages import (
     weight_len,
 )
 
+ASPECT_COVERAGE = 0.4  # share of an aspect's term weight a sentence must hold to speak to it
+
 # -- candidate sentences -------------------------------------------------------------
 
 _CODE_MARKS = ("::=", ">>>", "{", "}", " == ", " = ", "->", "$ ")
@@ -144,6 +146,7 @@ def _relevance(sentences: list[_Sentence], question: str, aspect_list: list[Aspe
     best = max(bm25, default=0.0) or 1.0
     pairs = question_pairs(question)
     whole = [list(a.terms) for a in aspect_list if a.sufficient]
+    asked = [a for a in aspect_list if a.from_question]
     out = []
     # A question of three or more terms needs two of them in a sentence: one
     # rare word ("looked") is not the question.
@@ -152,7 +155,8 @@ def _relevance(sentences: list[_Sentence], question: str, aspect_list: list[Aspe
         coverage = focus.coverage(s.termset, text=s.phrase_text) if focus.matched_terms(s.termset) >= floor else 0.0
         if coverage < opts.min_coverage and any(set(terms) <= s.termset for terms in whole):
             coverage = opts.min_coverage
-        if coverage < opts.min_coverage:
+        # A sentence must speak to one of the question's phrases, not only share words with it.
+        if coverage < opts.min_coverage or (asked and _aspect_of(s.termset, asked, focus) is None):
             out.append(0.0)
             continue
         hits = sum(1 for p in pairs if f" {p} " in s.phrase_text)
@@ -175,12 +179,12 @@ def _findings(sentences: list[_Sentence], relevance: list[float], pool: int) -> 
     return found
 
 
-def _aspect_of(finding: _Finding, aspect_list: list[Aspect], focus: Focus) -> Aspect | None:
-    """The aspect a finding speaks to most (the first on a tie); None when
-    it covers no aspect's terms."""
-    scored = [(focus.coverage(finding.lead.termset, list(a.terms)), -n, a) for n, a in enumerate(aspect_list)]
+def _aspect_of(termset: frozenset[str], aspect_list: list[Aspect], focus: Focus) -> Aspect | None:
+    """The aspect a sentence speaks to most (the first on a tie); None when
+    it holds less than 40% of every aspect's term weight."""
+    scored = [(focus.coverage(termset, list(a.terms)), -n, a) for n, a in enumerate(aspect_list)]
     best = max(scored, key=lambda x: x[:2], default=None)
-    return best[2] if best and best[0] >= 0.5 else None
+    return best[2] if best and best[0] >= ASPECT_COVERAGE else None
 
 
 def _pick(found: list[_Finding], aspect_list: list[Aspect], focus: Focus, opts: ExtractiveOptions) -> list[_Finding]:
@@ -198,7 +202,7 @@ def _pick(found: list[_Finding], aspect_list: list[Aspect], focus: Focus, opts: 
         return f not in chosen and per_doc.get(f.lead.source.document, 0) < opts.per_document
 
     for aspect in aspect_list:
-        best = next((f for f in found if open_(f) and _aspect_of(f, aspect_list, focus) == aspect), None)
+        best = next((f for f in found if open_(f) and _aspect_of(f.lead.termset, aspect_list, focus) == aspect), None)
         if best is not None and len(chosen) < opts.max_insights:
             take(best)
     top = max((f.relevance for f in found), default=1.0) or 1.0
@@ -326,7 +330,7 @@ def _gaps(aspect_list: list[Aspect], sentences: list[_Sentence], focus: Focus, a
     sentence covers it, and each aspect no sentence of any source speaks to."""
     gaps = [] if answered else [ContradictionOrGap(kind="gap", description=lab["no_answer"])]
     for aspect in aspect_list:
-        if not any(focus.coverage(s.termset, list(aspect.terms)) >= 0.5 for s in sentences):
+        if not any(focus.coverage(s.termset, list(aspect.terms)) >= ASPECT_COVERAGE for s in sentences):
             gaps.append(ContradictionOrGap(kind="gap", description=lab["gap_dimension"].format(dimension=aspect.label),
                                            dimension=aspect.label))
     return gaps
@@ -346,7 +350,7 @@ def extractive_synthesis(sources: list[Source], question: str, plan: dict | None
     relevance = _relevance(sentences, question, aspect_list, focus, opts)
     found = _findings(sentences, relevance, opts.pool)
     picked = _pick(found, aspect_list, focus, opts)
-    insights = [_insight(f, _aspect_of(f, aspect_list, focus), lab) for f in picked]
+    insights = [_insight(f, _aspect_of(f.lead.termset, aspect_list, focus), lab) for f in picked]
     points = _points(sentences, relevance)
     issues = _contradictions(points, lab, opts.max_contradictions)
     issues += _gaps(aspect_list, sentences, focus, bool(insights), lab)

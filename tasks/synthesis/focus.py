@@ -29,6 +29,22 @@ def question_pairs(question: str) -> list[str]:
 
 
 _ARTICLES = ("the", "a", "an")
+_SETTING = ("in", "on", "for", "with", "using", "within", "inside")
+
+
+def setting_phrase(question: str) -> str | None:
+    """The question's closing phrase when it only sets the scene: "in
+    Python" of "How do decorators work in Python?" says where, not what; a
+    sentence about Python but not decorators does not answer it."""
+    found = phrases(question)
+    if len(found) < 2:
+        return None
+    ws, last = words(question), words(found[-1])
+    for k in range(len(ws) - len(last), 0, -1):
+        if ws[k:k + len(last)] == last:
+            rest = ws[k + len(last):]
+            return found[-1] if ws[k - 1] in _SETTING and not any(terms(w) for w in rest) else None
+    return None
 
 
 def named_keywords(question: str) -> list[str]:
@@ -52,8 +68,10 @@ class Focus:
 
     @classmethod
     def of(cls, question: str, pool: list[tuple[frozenset[str], str]], extra: Iterable[str] = ()) -> "Focus":
-        """`pool`: (terms, " words ") of every candidate sentence."""
-        content = list(dict.fromkeys(terms(question)))
+        """`pool`: (terms, " words ") of every candidate sentence. The
+        question's setting phrase ("in Python") is not part of what to cover."""
+        setting = set(terms(setting_phrase(question) or ""))
+        content = [t for t in dict.fromkeys(terms(question)) if t not in setting] or list(dict.fromkeys(terms(question)))
         pairs = named_keywords(question)
         wanted = set(content) | set(extra)
         df = Counter(t for termset, _ in pool for t in termset & wanted)
@@ -89,20 +107,26 @@ class Aspect:
     # that ground alone: a model planner's dimension, or a phrase of two or
     # more content words ("reference cycles"); not a lone word like "Python".
     sufficient: bool = False
+    # A phrase of the question (not a model's dimension): every quoted
+    # sentence must speak to one of the question's own phrases.
+    from_question: bool = True
 
 
 def aspects(question: str, plan: dict | None, dimensions: list[str]) -> list[Aspect]:
     """What findings are grouped by: a model planner's key dimensions when
     it gave some, otherwise the question's phrases (runs of content words in
     the question's own spelling: "Python's garbage collector", "reference
-    cycles") — never a stem and never a framing word like "work"."""
+    cycles", but not a closing "in Python") — never a stem and never a
+    framing word like "work"."""
     from_model = (plan or {}).get("planner") != "keywords" and dimensions
-    labels = dimensions if from_model else [_named(_noun_part(p), question) for p in phrases(question)]
+    setting = setting_phrase(question)
+    labels = dimensions if from_model else [_named(_noun_part(p), question) for p in phrases(question) if p != setting]
     found: list[Aspect] = []
     for label in labels:
         held = tuple(dict.fromkeys(terms(label)))
         if held and all(set(held) != set(a.terms) for a in found):
-            found.append(Aspect(" ".join(label.split()), held, sufficient=bool(from_model) or len(held) >= 2))
+            found.append(Aspect(" ".join(label.split()), held, sufficient=bool(from_model) or len(held) >= 2,
+                                from_question=not from_model))
     return found[:MAX_ASPECTS]
 
 
