@@ -54,11 +54,13 @@ _FRAGMENT_START = re.compile(r"^[a-z]+\b(?![.(_])")
 
 
 def is_prose(sentence: str, min_len: int = 25, min_letters: float = 0.7) -> bool:
-    """A sentence a reader can quote: it ends like a sentence, is mostly
-    words (not a grammar rule, code or a table row) and does not begin in
-    the middle of another sentence."""
+    """A sentence a reader can quote as evidence: it states (a question, as
+    in a FAQ, answers nothing), is mostly words (not a grammar rule, code or
+    a table row) and does not begin in the middle of another sentence."""
     flat = " ".join(sentence.split())
     if weight_len(flat) < min_len or not _ENDS_SENTENCE.search(flat) or any(m in flat for m in _CODE_MARKS):
+        return False
+    if flat.rstrip("\"'\u201d\u2019)]").endswith(("?", "\uff1f")):
         return False
     if sum(ch.isalpha() or ch.isspace() for ch in flat) < min_letters * len(flat):
         return False
@@ -141,7 +143,8 @@ def _relevance(sentences: list[_Sentence], question: str, aspect_list: list[Aspe
     """Relevance of each sentence to the question, 0 for one that covers
     neither enough of the question nor all of a sufficient aspect of it:
     coverage + BM25 (scaled to the best) + the question's word pairs it
-    repeats + the source's consolidated score."""
+    repeats + a sentence that opens with its subject ("The with statement
+    is used to ...": what defines it) + the source's consolidated score."""
     bm25 = BM25([s.terms for s in sentences]).scores(focus.terms)
     best = max(bm25, default=0.0) or 1.0
     pairs = question_pairs(question)
@@ -160,8 +163,16 @@ def _relevance(sentences: list[_Sentence], question: str, aspect_list: list[Aspe
             out.append(0.0)
             continue
         hits = sum(1 for p in pairs if f" {p} " in s.phrase_text)
-        out.append(coverage + 0.3 * b / best + 0.15 * min(2, hits) + 0.1 * s.source.score)
+        subject = 0.2 if _opens_with_subject(s, aspect_list, focus) else 0.0
+        out.append(coverage + 0.3 * b / best + 0.15 * min(2, hits) + subject + 0.1 * s.source.score)
     return out
+
+
+def _opens_with_subject(s: _Sentence, aspect_list: list[Aspect], focus: Focus, head_words: int = 6) -> bool:
+    head = " ".join(s.phrase_text.split()[:head_words])
+    held = set(terms(head))
+    return (any(set(a.terms) <= held for a in aspect_list if a.from_question)
+            or any(f" {p} " in f" {head} " for p in focus.pairs))
 
 
 def _findings(sentences: list[_Sentence], relevance: list[float], pool: int) -> list[_Finding]:

@@ -122,3 +122,16 @@ def test_a_sphinx_page_and_its_source_file_are_one_document():
                source(2, f"{docs}/_sources/library/asyncio-task.rst.txt", "Coroutines and Tasks", f"{shared}\n")]
     insight = extractive_synthesis(sources, "How does asyncio schedule coroutines concurrently?").synthesized_insights[0]
     assert "other source" not in insight.text and len(insight.citations) == 1
+
+
+def test_a_faq_question_is_no_evidence_and_the_defining_sentence_leads():
+    text = ("Why don't generators support the with statement?\n\n"
+            "The try statement specifies exception handlers for a group of statements.\n\n"
+            "If the return value was true, the exception is suppressed, and execution continues with the\n"
+            "statement following the with statement.\n\n"
+            "The with statement is used to wrap the execution of a block with methods defined by a\n"
+            "context manager.\n")
+    sources = [source(1, "https://docs.python.org/3.11/reference/compound_stmts.html", "Compound statements", text)]
+    quoted = quotes(extractive_synthesis(sources, "What does the with statement do?"))
+    assert quoted[0].startswith("The with statement is used to wrap the execution of a block")
+    assert not [q for q in quoted if q.endswith("?") or q.startswith("The try statement")]
