@@ -42,7 +42,7 @@ from tasks.synthesis.passages import (
     weight_len,
 )
 
-ASPECT_COVERAGE = 0.4  # share of an aspect's term weight a sentence must hold to speak to it
+ASPECT_COVERAGE = 0.5  # share of an aspect's term weight a sentence must hold to speak to it
 
 # -- candidate sentences -------------------------------------------------------------
 
@@ -143,8 +143,8 @@ def _relevance(sentences: list[_Sentence], question: str, aspect_list: list[Aspe
     """Relevance of each sentence to the question, 0 for one that covers
     neither enough of the question nor all of a sufficient aspect of it:
     coverage + BM25 (scaled to the best) + the question's word pairs it
-    repeats + a sentence that opens with its subject ("The with statement
-    is used to ...": what defines it) + the source's consolidated score."""
+    repeats + a sentence that defines its subject + the source's
+    consolidated score."""
     bm25 = BM25([s.terms for s in sentences]).scores(focus.terms)
     best = max(bm25, default=0.0) or 1.0
     pairs = question_pairs(question)
@@ -163,16 +163,26 @@ def _relevance(sentences: list[_Sentence], question: str, aspect_list: list[Aspe
             out.append(0.0)
             continue
         hits = sum(1 for p in pairs if f" {p} " in s.phrase_text)
-        subject = 0.2 if _opens_with_subject(s, aspect_list, focus) else 0.0
+        subject = 0.2 if _defines_subject(s, aspect_list, focus) else 0.0
         out.append(coverage + 0.3 * b / best + 0.15 * min(2, hits) + subject + 0.1 * s.source.score)
     return out
 
 
-def _opens_with_subject(s: _Sentence, aspect_list: list[Aspect], focus: Focus, head_words: int = 6) -> bool:
-    head = " ".join(s.phrase_text.split()[:head_words])
-    held = set(terms(head))
+_COPULAS = ("is", "are")
+
+
+def _defines_subject(s: _Sentence, aspect_list: list[Aspect], focus: Focus, head_words: int = 8) -> bool:
+    """A sentence of the form "<the question's subject> is ...": "A
+    decorator is just a function that ...", "The with statement is used to
+    ..." — what defines the subject."""
+    head = s.phrase_text.split()[:head_words]
+    verb = next((i for i, w in enumerate(head) if w in _COPULAS), None)
+    if not verb:
+        return False
+    subject = " ".join(head[:verb])
+    held = set(terms(subject))
     return (any(set(a.terms) <= held for a in aspect_list if a.from_question)
-            or any(f" {p} " in f" {head} " for p in focus.pairs))
+            or any(f" {p} " in f" {subject} " for p in focus.pairs))
 
 
 def _findings(sentences: list[_Sentence], relevance: list[float], pool: int) -> list[_Finding]:
