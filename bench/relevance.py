@@ -53,6 +53,8 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere
 
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "CRITICAL")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+# a loaded machine starts Prefect's temporary server slowly; its default 20 s limit fails the whole run
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
 
 TOP_HIT, TOP_MRR = 5, 10
 

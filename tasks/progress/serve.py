@@ -30,7 +30,8 @@ from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from tasks.common.settings import Settings
-from tasks.progress.events import events_path, events_root, follow_lines, list_runs, parse_line
+from tasks.lake.files import run_logs_root
+from tasks.progress.events import events_path, follow_lines, list_runs, parse_line
 
 log = logging.getLogger(__name__)
 KEEPALIVE_SECONDS = 15.0
@@ -164,7 +165,7 @@ def make_server(settings: Settings, host: str | None = None, port: int | None = 
     port = settings.serve_port if port is None else port
     if not _is_loopback(host):
         log.warning("serving progress events on %s without authentication", host)
-    return EventServer((host, port), events_root(settings), **options)
+    return EventServer((host, port), run_logs_root(settings), **options)
 
 
 def _is_loopback(host: str) -> bool:

@@ -55,10 +55,7 @@ Every number above lives in `ScoringConfig`; SEARCHLAKE_SCORING_FILE (JSON) chan
 from __future__ import annotations
 
 import ipaddress
-import json
 from dataclasses import dataclass, field
-from functools import lru_cache
-from pathlib import Path
 from datetime import date, datetime, timezone
 from types import MappingProxyType
 from typing import Mapping
@@ -234,36 +231,24 @@ def score_final(relevance: float, freshness: float, authority: float, settings: 
     return clamp((weights[0] * relevance + weights[1] * freshness + weights[2] * authority) / total)
 
 
-def scoring_config(path: Path | None) -> ScoringConfig:
-    """The defaults, changed by a JSON file (SEARCHLAKE_SCORING_FILE) such as
-    {"domains": {"example.org": 0.9}, "windows": {"news": {"full_days": 180,
-    "zero_days": 365}, "academic": {"since": "2018-01-01"}}, "default_authority": 0.4}:
+def scoring_config(settings: Settings) -> ScoringConfig:
+    """The defaults, changed by the scoring file (SEARCHLAKE_SCORING_FILE):
     listed domains are added to (or override) the built-in list."""
-    if path is None:
+    changes = settings.scoring_overrides()
+    if changes is None:
         return DEFAULT_CONFIG
-    return _config_from_file(str(path))
-
-
-@lru_cache(maxsize=8)
-def _config_from_file(path: str) -> ScoringConfig:
-    try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-        windows = {**DEFAULT_WINDOWS, **{
-            intent: FreshnessWindow(full_days=float(w.get("full_days", 365)), zero_days=float(w.get("zero_days", 730)),
-                                    since=date.fromisoformat(w["since"]) if w.get("since") else None)
-            for intent, w in doc.pop("windows", {}).items()}}
-        domains = {**DEFAULT_DOMAINS, **{host.lower(): float(v) for host, v in doc.pop("domains", {}).items()}}
-        return ScoringConfig(windows=MappingProxyType(windows), domains=MappingProxyType(domains),
-                             **{k: float(v) for k, v in doc.items()})
-    except (OSError, ValueError, TypeError, AttributeError, KeyError) as exc:
-        raise ValueError(f"scoring file {path}: {exc}") from None
+    windows = {**DEFAULT_WINDOWS, **{intent: FreshnessWindow(w.full_days, w.zero_days, w.since)
+                                     for intent, w in changes.windows.items()}}
+    domains = {**DEFAULT_DOMAINS, **{host.lower(): score for host, score in changes.domains.items()}}
+    return ScoringConfig(windows=MappingProxyType(windows), domains=MappingProxyType(domains),
+                         **changes.changed_scores())
 
 
 def score_hit(question: str, hit: Hit, intent: str, settings: Settings, now: datetime | None = None,
               config: ScoringConfig | None = None) -> dict[str, float]:
     """The four scores of one hit, keyed as SearchResultItem's fields, and
     score_provider when the provider scored the hit."""
-    config = config or scoring_config(settings.scoring_file)
+    config = config or scoring_config(settings)
     now = now or datetime.now(timezone.utc)
     relevance = score_relevance(question, hit)
     freshness = score_freshness(hit.published_at, intent, now, config)

@@ -189,13 +189,21 @@ def test_scoring_file_changes_authority_and_windows(tmp_path):
     scores = score_hit("x", hit, "news", settings, now=now)
     assert scores["score_authority"] == 0.95
     assert scores["score_freshness"] == 0.5  # 15 days: halfway from 10 to 20
-    assert scoring_config(None).domains.get("example.org") is None
+    assert scoring_config(Settings()).domains.get("example.org") is None
 
 
-def test_unreadable_scoring_file_is_a_clear_error(tmp_path):
-    import pytest as _pytest
+@pytest.mark.parametrize("content, words", [
+    ("{not json", ["scoring file", "bad.json"]),
+    ('{"domains": {"example.org": 1.5}}', ["domains.example.org", "less than or equal to 1"]),
+    ('{"windows": {"news": {"full_days": -3}}}', ["windows.news.full_days"]),
+    ('{"default_authoirty": 0.3}', ["default_authoirty", "not permitted"]),
+])
+def test_bad_scoring_file_is_one_clear_line(tmp_path, content, words):
     from tasks.retrieval.scoring import scoring_config
     path = tmp_path / "bad.json"
-    path.write_text("{not json")
-    with _pytest.raises(ValueError, match="scoring file"):
-        scoring_config(path)
+    path.write_text(content)
+    with pytest.raises(ValueError) as caught:
+        scoring_config(Settings(scoring_file=path))
+    assert "\n" not in str(caught.value)
+    for word in words:
+        assert word in str(caught.value)
