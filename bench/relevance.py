@@ -160,8 +160,9 @@ def report_checks(run: QuestionRun, task_id: str, library: str | None) -> None:
     from tasks.lake.query import run_query
 
     with open_catalog(Settings(), "relevance: report", read_only=True) as catalog:
-        texts = {sid: text or "" for sid, text in run_query(
-            catalog, "SELECT source_id, content_text FROM consolidated WHERE task_id = ?", [task_id]).rows}
+        # a quote is checked against the stored text of its source (content_text, or the snippet)
+        texts = {sid: f"{text or ''}\n{snippet or ''}" for sid, text, snippet in run_query(
+            catalog, "SELECT source_id, content_text, snippet FROM consolidated WHERE task_id = ?", [task_id]).rows}
         try:
             citations = run_query(catalog, "SELECT citation_number, source_id, url, quote FROM report_citations "
                                   "WHERE task_id = ? ORDER BY citation_number", [task_id]).rows
