@@ -284,7 +284,7 @@ def test_search_completeness_warns_and_the_run_goes_on(research):
     gates = [e for e in research.events(result["trace_id"]) if e["kind"] == "gate"]
     assert [(g["name"], g["status"]) for g in gates] == \
         [("search_completeness", "warn"), ("filter_sufficiency", "pass"), ("output_check", "pass")]
-    assert "5 candidates" in json.loads(gates[0]["detail"])["reason"]
+    assert "5 candidate sources" in json.loads(gates[0]["detail"])["reason"]
     assert len(research.dicts("SELECT * FROM selections WHERE trace_id = ?", result["trace_id"])) == 3
 
 
