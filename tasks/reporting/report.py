@@ -253,8 +253,8 @@ def _row(task_id: str, report: ResearchReport, synthesis: SynthesisResult, keys:
             meta.durationMs, meta.tokens]
 
 
-def publish_report(catalog: Catalog, task_id: str, report: ResearchReport, synthesis: SynthesisResult,
-                   blueprint: ModelBlueprint | None) -> dict[str, str]:
+def store_report(catalog: Catalog, task_id: str, report: ResearchReport, synthesis: SynthesisResult,
+                 blueprint: ModelBlueprint | None) -> dict[str, str]:
     """Stage report.md/.json/.html and record the task's `reports` row in one
     commit: readers see the old report or the new one, never a mix."""
     if report.synthesis is None or report.model is None:
@@ -304,4 +304,4 @@ def publish_report(catalog: Catalog, task_id: str, plan: dict | None = None, *, 
                                 source_ids=source_ids)
     blueprint = build_blueprint(synthesis, llm=llm, client=client)
     report = build_report(synthesis, blueprint, task_id=task_id)
-    return PublishedReport(report, publish_report(catalog, task_id, report, synthesis, blueprint))
+    return PublishedReport(report, store_report(catalog, task_id, report, synthesis, blueprint))

@@ -22,7 +22,7 @@ from tasks.reporting.report import (
     load_report,
     publish_report,
     render_json,
-    publish_report,
+    store_report,
 )
 from tasks.synthesis.synthesizer import synthesize
 
@@ -165,7 +165,7 @@ def test_publish_is_atomic_when_the_catalog_write_fails(settings, lake, monkeypa
 
         monkeypatch.setattr(catalog, "run", failing_run)
         with pytest.raises(RuntimeError, match="disk full"):
-            publish_report(catalog, "t1", report, synthesis, blueprint)
+            store_report(catalog, "t1", report, synthesis, blueprint)
         monkeypatch.undo()
         assert not catalog.lake.exists("reports/task_id=t1/report.md")
         assert catalog.rows("report_paths", ["t1"]) == []
@@ -189,6 +189,6 @@ def test_publish_with_a_hand_built_report_still_embeds_its_evidence(settings):
     synthesis = extractive_synthesis(make_sources(), PLAN["question"], PLAN)
     report = build_report(synthesis, None).model_copy(update={"synthesis": None})
     with open_catalog(settings) as catalog:
-        publish_report(catalog, "t2", report, synthesis, None)
+        store_report(catalog, "t2", report, synthesis, None)
         doc = json.loads(load_report(catalog, "t2", "json"))
     assert doc["synthesis"]["question"] == PLAN["question"]
