@@ -104,6 +104,7 @@ class SearchResultStats(BaseModel):
     kept_after_filter: NonNegativeInt = 0
     failed_count: NonNegativeInt = 0
     dedup_count: NonNegativeInt = 0
+    duration_ms: NonNegativeInt | None = None  # how long the search call took
 
     @classmethod
     def of(cls, results: list[SearchResultItem], *, total_returned: int | None = None,
@@ -195,6 +196,7 @@ class _FastStats(TypedDict, total=False):
     kept_after_filter: NonNegativeInt
     failed_count: NonNegativeInt
     dedup_count: NonNegativeInt
+    duration_ms: NonNegativeInt | None
 
 
 class _FastBundle(TypedDict, total=False):
