@@ -25,7 +25,8 @@ def prefect_engine():
     """One temporary Prefect server (SQLite) for every flow test of the session."""
     os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
     from prefect.testing.utilities import prefect_test_harness
-    with prefect_test_harness():
+    # Prefect's own 30 s is not enough for its server to start on a busy machine.
+    with prefect_test_harness(server_startup_timeout=180):
         yield
 
 

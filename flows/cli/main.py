@@ -127,10 +127,9 @@ def main() -> None:
     from duckdb import Error as DuckDBError
     from tasks.lake.catalog import CatalogBusy
     from tasks.lake.consolidation import UnknownTask
-    from tasks.retrieval.plan_store import QuestionMismatch
     try:
         app()
-    except (UserError, CatalogBusy, UnknownTask, QuestionMismatch) as exc:
+    except (UserError, CatalogBusy, UnknownTask, _question_mismatch()) as exc:
         # args[0], not str(exc): str() of a LookupError quotes nothing, so stripping
         # quotes from it ate the closing quote of "task 'x'".
         _fail(str(exc.args[0]) if exc.args else str(exc))
@@ -139,6 +138,13 @@ def main() -> None:
         _fail(f"invalid setting {'.'.join(map(str, first['loc']))}: {first['msg']}")
     except DuckDBError as exc:
         _fail(str(exc).splitlines()[0])
+
+
+def _question_mismatch() -> type:
+    """Imported only when an error is being handled: planning is heavy, and
+    most commands never plan."""
+    from tasks.retrieval.plan_store import QuestionMismatch
+    return QuestionMismatch
 
 
 def _fail(message: str) -> None:

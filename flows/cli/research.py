@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.table import Table
 
 from flows.cli.common import TaskIdOpt, UserError, app, err, out, print_top, settings
 
@@ -96,6 +95,7 @@ def policy(
     set_: Annotated[Optional[list[str]], typer.Option("--set", help="key=value, repeatable (needs --demand-id)")] = None,
 ) -> None:
     """Show the search policies, or set fields of one demand's policy."""
+    from rich.table import Table
     from schemas.governance import PolicyError
     from tasks.lake.catalog import open_catalog
     from tasks.governance.policy import list_policies, parse_assignments, set_policy

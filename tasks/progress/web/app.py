@@ -149,7 +149,8 @@ def page_routes(settings: Settings, launcher: Launcher | None) -> list:
         if found:
             return RedirectResponse(f"/tasks/{task_id}/runs/{found[0].run_id}", status_code=303)
         error = launcher.launch_error(task_id) if launcher else None
-        return render(request, "starting.html", 500 if error else 200, task_id=task_id, error=error)
+        return render(request, "starting.html", 500 if error else 200, task_id=task_id, error=error,
+                      refresh=not error)
 
     def timeline(request: Request) -> Response:
         task_id, run_id = _task_id(request), request.path_params["run_id"]
