@@ -23,7 +23,7 @@ def _unavailable(exc: BaseException) -> PrefectUnavailable | None:
             "keep one running with `searchlake serve` (research then runs in it), or set PREFECT_API_URL "
             "to a running Prefect server (`prefect server start`)")
     url = os.environ.get("PREFECT_API_URL")
-    if url and type(exc).__name__ in ("ConnectError", "ConnectTimeout", "PrefectHTTPStatusError"):
+    if url and (text.startswith("Failed to reach API") or type(exc).__name__ in ("ConnectError", "ConnectTimeout")):
         return PrefectUnavailable(f"the Prefect server at PREFECT_API_URL={url} does not answer: "
                                   f"start it (`prefect server start`) or unset PREFECT_API_URL")
     return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from enum import Enum
 from pathlib import Path
@@ -210,6 +211,9 @@ def serve(
     except ServeError as exc:
         raise UserError(str(exc)) from None
     launcher.warm_up()
+    # uvicorn re-raises a caught SIGTERM once it has shut down: make that end
+    # like Ctrl-C, so the record below is removed
+    signal.signal(signal.SIGTERM, _interrupt)
     ServeRecord(server.url, os.getpid(), fingerprint(config)).write(config)
     err.print(f"searchlake on {server.url}/  (lake {config.lake_root}; Ctrl-C stops it)",
               markup=False, highlight=False)
@@ -219,3 +223,7 @@ def serve(
         pass
     finally:
         remove_record(config, os.getpid())
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt

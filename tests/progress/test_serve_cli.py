@@ -60,6 +60,17 @@ def test_a_prefect_server_that_does_not_start_in_time_is_one_line(user, error_li
     assert done.stdout == ""
 
 
+def test_a_prefect_api_url_that_does_not_answer_is_one_line(user, error_lines_of):
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{closed.getsockname()[1]}/api"  # bound, never listening: refused
+        done = user.run("research", QUESTION, "--library", str(user.library), "--target", "2", timeout=120,
+                        PREFECT_API_URL=url)
+    assert done.returncode == 2, done.stderr
+    (line,) = error_lines_of(done.stderr)
+    assert line.startswith(f"error: the Prefect server at PREFECT_API_URL={url} does not answer")
+
+
 def test_the_fingerprint_changes_with_any_setting_and_hides_secrets(settings, monkeypatch):
     same = fingerprint(Settings())
     assert fingerprint(Settings()) == same
@@ -78,12 +89,14 @@ def test_a_record_of_a_dead_server_is_ignored(settings):
 
 
 def test_research_runs_in_a_running_serve(user, lake, error_lines_of):
-    server = subprocess.Popen(user.command("serve", "--port", "0"), cwd=user.cwd, env=user.env(),
+    # the same settings on both sides: a server with other settings is not used
+    env = {"SEARCHLAKE_MAX_QUERIES_PER_INTENT": "1"}
+    server = subprocess.Popen(user.command("serve", "--port", "0"), cwd=user.cwd, env=user.env(**env),
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         record = wait_for_record(user.home, server)
         done = user.run("research", QUESTION, "--library", str(user.library), "--target", "2",
-                        "--task-id", "through-serve", timeout=400, SEARCHLAKE_MAX_QUERIES_PER_INTENT="1")
+                        "--task-id", "through-serve", timeout=400, **env)
         assert done.returncode == 0, done.stderr
         assert f"running in searchlake serve at {record['url']}" in done.stderr
         assert not error_lines_of(done.stderr)
