@@ -135,8 +135,7 @@ def main() -> None:
             load_report(catalog, "served-0", "md")
 
     def ask_work() -> None:
-        with open_catalog(settings, "bench") as catalog:
-            ask(catalog, "What finds reference cycles?", AskOptions(task_id="ask-bench"), settings)
+        ask(settings, "What finds reference cycles?", AskOptions(task_id="ask-bench"))
 
     for i in range(args.repeat):
         whole, done = timed(searchlake("sql", query), env)

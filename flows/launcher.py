@@ -14,7 +14,8 @@ from pathlib import Path
 from flows.research_checks import (ResearchRefused, check_library, check_prerequisites, check_question,
                                    check_target, parse_providers, resolve_budget)
 from tasks.common.settings import Settings
-from tasks.progress.events import events_root, list_runs
+from tasks.lake.files import run_logs_root
+from tasks.progress.events import list_runs
 from tasks.progress.web.app import LaunchRefused
 
 
@@ -81,7 +82,7 @@ class ResearchLauncher:
             self._errors[task_id] = message
 
     def _has_events(self, task_id: str) -> bool:
-        return any(r.task_id == task_id for r in list_runs(events_root(self.settings)))
+        return any(r.task_id == task_id for r in list_runs(run_logs_root(self.settings)))
 
     def launch_error(self, task_id: str) -> str | None:
         """Why a run started here ended before writing its first event."""
@@ -94,10 +95,8 @@ class ResearchLauncher:
     def ask(self, question: str) -> str:
         from schemas.ask import AskOptions
         from tasks.ask.single_shot import AskError, ask
-        from tasks.lake.catalog import open_catalog
         try:
-            with open_catalog(self.settings, "serve: ask") as catalog:
-                result = ask(catalog, question, AskOptions(), self.settings)
+            result = ask(self.settings, question, AskOptions())
         except AskError as exc:
             raise LaunchRefused(str(exc)) from None
         return result.task_id

@@ -24,7 +24,6 @@ from flows.research_tasks import (candidates_task, coarse_filter_task, consolida
                                   hard_filter_task, index_library_task, landed_task, plan_task, policy_task,
                                   quality_filter_task, report_research_task, search_task)
 from flows.run_view import RunView
-from schemas.governance import Budget, BudgetError
 from schemas.plan import ResearchPlan
 from tasks.common.settings import research_settings
 from tasks.governance.gates import build_output, filter_sufficiency, output_check, search_completeness, unused_keywords
@@ -46,23 +45,14 @@ def new_task_id(question: str) -> str:
     return f"r{stamp}-{words or 'q'}-{uuid.uuid4().hex[:4]}"
 
 
-def budget_timeout() -> int:
-    """The flow's timeout from PIPELINE_TIMEOUT, for deployments (the CLI sets
-    it per run); a bad value is reported when the run resolves its budget."""
-    try:
-        return Budget.resolve().timeout_seconds
-    except BudgetError:
-        return Budget().timeout_seconds
-
-
-@flow(name="searchlake-research", task_runner=ThreadPoolTaskRunner(max_workers=16), timeout_seconds=budget_timeout())
+@flow(name="searchlake-research", task_runner=ThreadPoolTaskRunner(max_workers=16))
 def research_flow(question: str, task_id: str | None = None, library: str | None = None,
                   providers: list[str] | None = None, max_results: int | None = None,
                   target: int | None = None, demand_id: str = "default", budget: dict | None = None) -> dict:
     settings = research_settings(library, providers, max_results)
     names = enabled_names(settings)
     preflight(settings, names)
-    budget = Budget.resolve(budget)
+    budget = settings.budget(budget)
     target = budget.cap_target(target or settings.target_count)
     task_id = task_id or new_task_id(question)
     trace_id = flow_run.get_id() or uuid.uuid4().hex
@@ -85,6 +75,19 @@ def research_flow(question: str, task_id: str | None = None, library: str | None
                stage_history=view.trace.history, outputs=outputs)
     view.finish(outputs)
     return {"trace_id": trace_id, "task_id": task_id, "providers": names, **outputs}
+
+
+@flow(name="searchlake-research-deployment")
+def research_deployment(question: str, task_id: str | None = None, library: str | None = None,
+                        providers: list[str] | None = None, max_results: int | None = None,
+                        target: int | None = None, demand_id: str = "default") -> dict:
+    """The deployments' entry point: the run's time budget (PIPELINE_TIMEOUT
+    in the worker's environment) is read when the run starts, and the
+    research flow runs under it, as `searchlake research` runs it."""
+    budget = research_settings(library, providers, max_results).budget()
+    run = research_flow.with_options(timeout_seconds=budget.timeout_seconds)
+    return run(question, task_id=task_id, library=library, providers=providers, max_results=max_results,
+               target=target, demand_id=demand_id, budget=budget.to_dict())
 
 
 def run_failure(exc: BaseException, elapsed: float) -> tuple[str, str]:

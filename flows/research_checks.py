@@ -44,12 +44,13 @@ def parse_providers(names: list[str] | None) -> list[str] | None:
 
 def resolve_budget(timeout: int | None = None, max_target_count: int | None = None,
                    max_fallback_rounds: int | None = None):
-    from schemas.governance import Budget, BudgetError
+    from schemas.governance import BudgetError
+    from tasks.common.settings import Settings
     try:
-        return Budget.resolve({"timeout_seconds": timeout, "max_target_count": max_target_count,
-                               "max_fallback_rounds": max_fallback_rounds},
-                              option_names={"timeout_seconds": "--timeout", "max_target_count": "--max-target-count",
-                                            "max_fallback_rounds": "--max-fallback-rounds"})
+        return Settings().budget({"timeout_seconds": timeout, "max_target_count": max_target_count,
+                                  "max_fallback_rounds": max_fallback_rounds},
+                                 option_names={"timeout_seconds": "--timeout", "max_target_count": "--max-target-count",
+                                               "max_fallback_rounds": "--max-fallback-rounds"})
     except BudgetError as exc:
         raise ResearchRefused(str(exc)) from None
 

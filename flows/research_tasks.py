@@ -152,7 +152,8 @@ def quality_filter_task(question: str, candidates: list, policy: Policy, target:
 
 @task(name="report", **BUSY)
 def report_research_task(task_id: str, plan: ResearchPlan, source_ids: list[str], settings: Settings) -> dict:
-    with open_catalog(settings, "research: report") as catalog:
-        published = publish_report(catalog, task_id, plan, question=plan.question,
-                                llm=LLMConfig.from_settings(settings), source_ids=source_ids)
-        return {name: catalog.lake.uri(key) for name, key in published.keys.items()}
+    """Synthesize and publish the report; the catalog is open only to read
+    the sources and to record the report, never while a model is called."""
+    published = publish_report(settings, task_id, plan, question=plan.question, llm=LLMConfig.from_settings(settings),
+                               source_ids=source_ids, purpose="research: report")
+    return published.uris

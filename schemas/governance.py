@@ -9,11 +9,66 @@ who typed a bad value should see what to fix, not a validation dump.
 
 from __future__ import annotations
 
-import math
-import os
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Literal
+from dataclasses import asdict, dataclass, field
+from typing import Annotated, Any, Literal
+
+from annotated_types import Ge, Gt, Le
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, ValidationError, model_validator
+
+# -- one-line errors from field constraints -------------------------------------------
+
+
+def _range_text(model: type[BaseModel], name: str) -> str:
+    """What a field accepts, in words, read from its own constraints."""
+    info = model.model_fields[name]
+    if info.annotation is bool:
+        return "true or false"
+    bounds = {type(m): m for m in info.metadata}
+    low = bounds.get(Ge) or bounds.get(Gt)
+    high = bounds.get(Le)
+    low_value = getattr(low, "ge", None) if isinstance(low, Ge) else getattr(low, "gt", None)
+    integer = info.annotation is int
+    if integer and isinstance(low, Ge) and high is not None:
+        return f"an integer from {low_value} to {high.le}"
+    noun = "an integer" if integer else "a number"
+    parts = [f"{'>=' if isinstance(low, Ge) else '>'} {low_value:g}"] if low is not None else []
+    parts += [f"<= {high.le:g}"] if high is not None else []
+    return f"{noun} {' and '.join(parts)}".strip()
+
+
+_OUT_OF_RANGE = {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}
+
+
+def one_line(model: type[BaseModel], exc: ValidationError, values: Mapping[str, Any],
+             labels: Mapping[str, str] | None = None, *, say_field: bool = True) -> str:
+    """The first error of a validation, as one line naming what to fix:
+    `--timeout=10 is out of range: timeout_seconds must be an integer >= 30`."""
+    error = exc.errors()[0]
+    name = str(error["loc"][0]) if error["loc"] else ""
+    if name not in model.model_fields:  # a rule across fields: its own words
+        return str(error["msg"]).removeprefix("Value error, ")
+    label = (labels or {}).get(name, name)
+    value = values.get(name, error.get("input"))
+    out_of_range = error["type"] in _OUT_OF_RANGE
+    if out_of_range:
+        value = _as_number(value)
+    verdict = "is out of range" if out_of_range else (
+        "is not an integer" if model.model_fields[name].annotation is int else "is not valid")
+    subject = f"{name} must be" if say_field else "must be"
+    return f"{label}={value!r} {verdict}: {subject} {_range_text(model, name)}"
+
+
+def _as_number(value: Any) -> Any:
+    """Text that was read as a number is shown as that number."""
+    if isinstance(value, str):
+        for kind in (int, float):
+            try:
+                return kind(value.strip())
+            except ValueError:
+                continue
+    return value
+
 
 # -- budget -------------------------------------------------------------------
 
@@ -22,89 +77,68 @@ class BudgetError(ValueError):
     """A budget value out of range or not an integer (one line)."""
 
 
-@dataclass(frozen=True)
-class _Limit:
-    env: str
-    default: int
-    low: int
-    high: int | None  # None: no upper bound
+BudgetInt = Annotated[int, Strict()]  # 1.5 minutes or `true` is not a budget we can keep
 
-    def range_text(self) -> str:
-        return f"an integer >= {self.low}" if self.high is None else f"an integer from {self.low} to {self.high}"
-
-
-BUDGET_LIMITS: Mapping[str, _Limit] = {
-    "timeout_seconds": _Limit("PIPELINE_TIMEOUT", 1800, 30, None),
-    "max_target_count": _Limit("PIPELINE_MAX_TARGET_COUNT", 10, 1, 200),
-    "max_fallback_rounds": _Limit("PIPELINE_MAX_FALLBACK_ROUNDS", 1, 0, 5),
+# The environment variable of each budget field (read by the settings object).
+BUDGET_VARIABLES: Mapping[str, str] = {
+    "timeout_seconds": "PIPELINE_TIMEOUT",
+    "max_target_count": "PIPELINE_MAX_TARGET_COUNT",
+    "max_fallback_rounds": "PIPELINE_MAX_FALLBACK_ROUNDS",
 }
 
 
-@dataclass(frozen=True)
-class Budget:
+class Budget(BaseModel):
     """Hard limits of one run: wall-clock time, how many sources it may
     select, how many fallback search rounds it may spend."""
 
-    timeout_seconds: int = 1800
-    max_target_count: int = 10
-    max_fallback_rounds: int = 1
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
-    def __post_init__(self) -> None:
-        for name, limit in BUDGET_LIMITS.items():
-            _check_budget_value(name, getattr(self, name), limit, name)
+    timeout_seconds: BudgetInt = Field(1800, ge=30)
+    max_target_count: BudgetInt = Field(10, ge=1, le=200)
+    max_fallback_rounds: BudgetInt = Field(1, ge=0, le=5)
+
+    def __init__(self, labels: Mapping[str, str] | None = None, **values: Any):
+        """`labels` name each field as the user gave it (an option or a variable)."""
+        try:
+            super().__init__(**values)
+        except ValidationError as exc:
+            raise BudgetError(one_line(Budget, exc, values, labels)) from None
 
     @classmethod
-    def resolve(cls, overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None,
+    def resolve(cls, overrides: Mapping[str, Any] | None, environ: Mapping[str, str | None],
                 option_names: Mapping[str, str] | None = None) -> "Budget":
         """Each field from `overrides[field]` when it is not None, else from
-        its environment variable when set and not blank, else the default.
-        `option_names` maps a field to the option the user typed (e.g.
-        {"timeout_seconds": "--timeout"}) so that errors name it."""
+        its environment variable (`environ`, keyed by variable name) when set
+        and not blank, else the default. Errors name the option the user
+        typed (`option_names`, e.g. {"timeout_seconds": "--timeout"}) or the
+        variable."""
         overrides = overrides or {}
-        environ = os.environ if environ is None else environ
-        unknown = sorted(set(overrides) - set(BUDGET_LIMITS))
+        unknown = sorted(set(overrides) - set(BUDGET_VARIABLES))
         if unknown:
-            raise BudgetError(f"unknown budget option {unknown[0]!r} (known: {', '.join(BUDGET_LIMITS)})")
-        values = {}
-        for name, limit in BUDGET_LIMITS.items():
+            raise BudgetError(f"unknown budget option {unknown[0]!r} (known: {', '.join(BUDGET_VARIABLES)})")
+        values: dict[str, Any] = {}
+        labels: dict[str, str] = {}
+        for name, variable in BUDGET_VARIABLES.items():
             if overrides.get(name) is not None:
-                label = (option_names or {}).get(name, name)
-                values[name] = _check_budget_value(name, overrides[name], limit, label)
-            elif (environ.get(limit.env) or "").strip():
-                values[name] = _check_budget_value(name, environ[limit.env], limit, limit.env)
-            else:
-                values[name] = limit.default
-        return cls(**values)
+                value = overrides[name]
+                values[name] = _integer_text(value) if isinstance(value, str) else value
+                labels[name] = (option_names or {}).get(name, name)
+            elif (environ.get(variable) or "").strip():
+                values[name], labels[name] = _integer_text(environ[variable]), variable
+        return cls(labels, **values)
 
     def cap_target(self, target: int) -> int:
         """The effective target: never above max_target_count (spec 003 §2.2)."""
         return min(int(target), self.max_target_count)
 
     def to_dict(self) -> dict[str, int]:
-        return asdict(self)
+        return self.model_dump()
 
 
-def _check_budget_value(name: str, value: Any, limit: _Limit, label: str) -> int:
-    number = _as_int(value)
-    if number is None:
-        raise BudgetError(f"{label}={value!r} is not an integer: {name} must be {limit.range_text()}")
-    if number < limit.low or (limit.high is not None and number > limit.high):
-        raise BudgetError(f"{label}={number} is out of range: {name} must be {limit.range_text()}")
-    return number
-
-
-def _as_int(value: Any) -> int | None:
-    """An int from an int or integer text ("30", " 30 "); None otherwise.
-    Booleans and floats are refused: 1.5 minutes is not a budget we can keep."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str):
-        text = value.strip()
-        if text.lstrip("+-").isdigit():
-            return int(text)
-    return None
+def _integer_text(text: str) -> int | str:
+    """Text as the integer it spells, else as typed."""
+    stripped = text.strip()
+    return int(stripped) if stripped.lstrip("+-").isdigit() else text
 
 
 # -- policy -------------------------------------------------------------------
@@ -114,106 +148,56 @@ class PolicyError(ValueError):
     """A policy field unknown, or its value of the wrong type or range (one line)."""
 
 
-@dataclass(frozen=True)
-class _Rule:
-    kind: type
-    low: float | None = None
-    high: float | None = None
-    low_open: bool = False  # low itself not allowed
-
-    def text(self) -> str:
-        if self.kind is bool:
-            return "true or false"
-        noun = "an integer" if self.kind is int else "a number"
-        low = f"> {self.low:g}" if self.low_open else f">= {self.low:g}"
-        return f"{noun} {low} and <= {self.high:g}"
+def _not_a_boolean(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError("a boolean is not a number")
+    return value
 
 
-POLICY_RULES: Mapping[str, _Rule] = {
-    "max_keywords": _Rule(int, 1, 50),
-    "min_candidate_multiplier": _Rule(float, 1.0, 20.0),
-    "near_enough_candidate_multiplier": _Rule(float, 0.0, 20.0, low_open=True),
-    "filter_near_ratio": _Rule(float, 0.0, 1.0, low_open=True),
-    "max_detail_fetch": _Rule(int, 1, 1000),
-    "enable_llm_review": _Rule(bool),
-}
-_TRUE = frozenset({"true", "yes", "on", "1"})
-_FALSE = frozenset({"false", "no", "off", "0"})
+PolicyInt = Annotated[int, BeforeValidator(_not_a_boolean)]
+PolicyNumber = Annotated[float, BeforeValidator(_not_a_boolean)]
 
 
-@dataclass(frozen=True)
-class Policy:
-    """How one demand's search is judged (spec 003 §2.1, SearchAgentPolicy)."""
+class Policy(BaseModel):
+    """How one demand's search is judged (spec 003 §2.1, SearchAgentPolicy).
+    Values may be text as typed on a command line ("2.5", "false")."""
 
-    max_keywords: int = 6                            # keyword queries per search round
-    min_candidate_multiplier: float = 2.0            # candidates >= target × this: enough
-    near_enough_candidate_multiplier: float = 1.2    # candidates >= target × this: enough, with a warning
-    filter_near_ratio: float = 0.8                   # selected >= target × this: enough, with a warning
-    max_detail_fetch: int = 30                       # candidates whose body is read and reviewed
-    enable_llm_review: bool = True                   # LLM relevance review when an LLM is configured
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
-    def __post_init__(self) -> None:
-        for name, rule in POLICY_RULES.items():
-            object.__setattr__(self, name, _coerce(name, getattr(self, name), rule))
+    max_keywords: PolicyInt = Field(6, ge=1, le=50)                   # keyword queries per search round
+    min_candidate_multiplier: PolicyNumber = Field(2.0, ge=1, le=20)  # candidates >= target × this: enough
+    near_enough_candidate_multiplier: PolicyNumber = Field(1.2, gt=0, le=20)  # ... enough, with a warning
+    filter_near_ratio: PolicyNumber = Field(0.8, gt=0, le=1)          # selected >= target × this: enough, warned
+    max_detail_fetch: PolicyInt = Field(30, ge=1, le=1000)            # candidates whose body is read and reviewed
+    enable_llm_review: bool = True                                    # LLM relevance review when an LLM is set
+
+    def __init__(self, **values: Any):
+        try:
+            super().__init__(**values)
+        except ValidationError as exc:
+            raise PolicyError(one_line(Policy, exc, values, say_field=False)) from None
+
+    @model_validator(mode="after")
+    def _warning_below_pass(self) -> "Policy":
         if self.near_enough_candidate_multiplier > self.min_candidate_multiplier:
-            raise PolicyError(
+            raise ValueError(
                 f"near_enough_candidate_multiplier={self.near_enough_candidate_multiplier:g} is above "
                 f"min_candidate_multiplier={self.min_candidate_multiplier:g}: the warning threshold must "
                 "not exceed the pass threshold")
+        return self
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], base: "Policy | None" = None) -> "Policy":
-        """`base` (the built-in defaults when None) with the fields of `data`;
-        values may be text as typed on a command line ("2.5", "false")."""
+        """`base` (the built-in defaults when None) with the fields of `data`."""
         if not isinstance(data, Mapping):
             raise PolicyError(f"a policy must be a JSON object, not {type(data).__name__}")
-        unknown = sorted(set(data) - set(POLICY_RULES))
+        unknown = sorted(set(data) - set(cls.model_fields))
         if unknown:
-            raise PolicyError(f"unknown policy field {unknown[0]!r} (known: {', '.join(POLICY_RULES)})")
-        merged = {**(base or cls()).to_dict(), **data}
-        return cls(**merged)
+            raise PolicyError(f"unknown policy field {unknown[0]!r} (known: {', '.join(cls.model_fields)})")
+        return cls(**{**(base or cls()).to_dict(), **data})
 
     def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
-
-
-def _coerce(name: str, value: Any, rule: _Rule) -> Any:
-    if rule.kind is bool:
-        return _coerce_bool(name, value, rule)
-    number = _number(value, integer=rule.kind is int)
-    if number is None:
-        raise PolicyError(f"{name}={value!r} is not valid: must be {rule.text()}")
-    too_low = number <= rule.low if rule.low_open else number < rule.low
-    if too_low or number > rule.high:
-        raise PolicyError(f"{name}={number:g} is out of range: must be {rule.text()}")
-    return number
-
-
-def _coerce_bool(name: str, value: Any, rule: _Rule) -> bool:
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower() if isinstance(value, str) else None
-    if text in _TRUE:
-        return True
-    if text in _FALSE:
-        return False
-    raise PolicyError(f"{name}={value!r} is not valid: must be {rule.text()}")
-
-
-def _number(value: Any, *, integer: bool) -> int | float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, str):
-        try:
-            value = float(value.strip()) if not integer else int(value.strip())
-        except ValueError:
-            return None
-    if isinstance(value, float) and integer:
-        # JSON writers may store 30 as 30.0; anything fractional is an error.
-        return int(value) if value.is_integer() else None
-    if isinstance(value, (int, float)) and math.isfinite(value):
-        return int(value) if integer else float(value)
-    return None
+        return self.model_dump()
 
 
 # -- what stages and gates report -----------------------------------------------

@@ -18,17 +18,24 @@ Citability = Literal["high", "medium", "low", "none"]
 
 
 class SourceRef(BaseModel):
-    """One source the synthesizer was given; `number` is its 1-based place
-    in the list the synthesizer saw (what an LLM cites as S<number>)."""
+    """One source the synthesizer was given. In a report, `number` is the
+    source's one number: cited sources come first, numbered in the order a
+    reader meets them ([1], [2], …, the same as `sources[].noteIndex`)."""
 
     number: int
     source_id: str
     url: str
     title: str = ""
     domain: str = ""
+    text_field: Literal["content_text", "snippet"] = "content_text"  # the stored field its quotes come from
 
 
 class Citation(BaseModel):
+    """A quote from one source. A verified quote is the verbatim text at
+    [start, end) of the source's stored text (`consolidated.content_text`,
+    or its snippet when the lake holds no text for it); an unverified one
+    was not found there and has no offsets."""
+
     source_id: str
     url: str
     title: str = ""
@@ -36,6 +43,8 @@ class Citation(BaseModel):
     domain: str = ""
     verified: bool = False
     source_number: int | None = None
+    start: int | None = None
+    end: int | None = None
 
 
 class Insight(BaseModel):
@@ -93,6 +102,8 @@ class CoreDriver(_Contract):
     name: str
     description: str = ""
     evidenceRefs: list[int] = Field(default_factory=list)
+    # Addition: the verified citation a description quotes as its evidence.
+    evidence: Citation | None = None
 
 
 class Relationship(_Contract):

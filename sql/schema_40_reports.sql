@@ -19,3 +19,22 @@ CREATE TABLE IF NOT EXISTS report_catalog (
     duration_ms        BIGINT,
     tokens             BIGINT
 );
+
+-- Every citation of a task's published report, replaced with the report.
+-- quote_start/quote_end: where the quote lies in the cited source's stored
+-- text (`consolidated.content_text`, or its snippet when quoted_field says
+-- so): text[quote_start:quote_end] = quote. NULL for an unverified quote.
+CREATE TABLE IF NOT EXISTS report_citation_catalog (
+    task_id         VARCHAR NOT NULL,
+    citation_number INTEGER,
+    source_id       VARCHAR NOT NULL,
+    url             VARCHAR,
+    title           VARCHAR,
+    quote           VARCHAR,
+    quote_start     INTEGER,
+    quote_end       INTEGER,
+    verified        BOOLEAN NOT NULL,
+    section         VARCHAR NOT NULL,
+    item_index      INTEGER NOT NULL,
+    quoted_field    VARCHAR
+);

@@ -15,7 +15,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 
-SAMPLES = Path(__file__).resolve().parent.parent / "data" / "samples"
+SAMPLES = Path(__file__).resolve().parents[2] / "data" / "samples"
 
 
 class UserError(Exception):

@@ -45,8 +45,9 @@ def follow_in_terminal(config: Settings, task_id: str, run_id: str, server_pid: 
     event (or until the server running it is gone)."""
     from flows.cli.console import TerminalObserver
     from tasks.progress.handoff import alive
-    from tasks.progress.events import events_path, events_root, parse_line
-    path = events_path(events_root(config), task_id, run_id)
+    from tasks.lake.files import run_logs_root
+    from tasks.progress.events import events_path, parse_line
+    path = events_path(run_logs_root(config), task_id, run_id)
     with TerminalObserver(err) as watch, open(path, encoding="utf-8") as handle:
         planned = False
         pending = ""

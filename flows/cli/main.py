@@ -78,7 +78,7 @@ def sql_command(
     """Run read-only SQL over the lake and the catalog."""
     from tasks.lake.catalog import open_catalog
     from tasks.lake.query import NotReadOnly, run_analyst_query, to_csv, to_json
-    with open_catalog(settings(), "sql", read_only=True) as catalog:
+    with open_catalog(settings(), "sql", read_only=True, confined=True) as catalog:
         try:
             result = run_analyst_query(catalog, query)
         except NotReadOnly as exc:
@@ -124,8 +124,7 @@ def demo() -> None:
 
 
 def main() -> None:
-    from duckdb import Error as DuckDBError
-    from tasks.lake.catalog import CatalogBusy
+    from tasks.lake.catalog import CatalogBusy, CatalogError
     from tasks.lake.consolidation import UnknownTask
     try:
         app()
@@ -136,7 +135,7 @@ def main() -> None:
     except ValidationError as exc:
         first = exc.errors()[0]
         _fail(f"invalid setting {'.'.join(map(str, first['loc']))}: {first['msg']}")
-    except DuckDBError as exc:
+    except CatalogError as exc:
         _fail(str(exc).splitlines()[0])
 
 

@@ -140,9 +140,9 @@ def report(
     from tasks.retrieval.plan_store import selected_source_ids, stored_plan
     config = settings()
     if rebuild:
-        with open_catalog(config, "report") as catalog:
-            publish_report(catalog, task_id, stored_plan(catalog, task_id), llm=LLMConfig.from_settings(config),
-                        source_ids=selected_source_ids(catalog, task_id))
+        with open_catalog(config, "report: plan", read_only=True) as catalog:
+            plan, source_ids = stored_plan(catalog, task_id), selected_source_ids(catalog, task_id)
+        publish_report(config, task_id, plan, llm=LLMConfig.from_settings(config), source_ids=source_ids)
     with open_catalog(config, "report", read_only=True) as catalog:
         text = load_report(catalog, task_id, fmt.value)
     if output is None:
@@ -174,17 +174,15 @@ def ask(
         raise UserError(f"--max-results must be between 0 and 10, not {max_results}")
     from schemas.ask import AskOptions
     from tasks.ask.single_shot import AskError, ask as run_ask
-    from tasks.lake.catalog import open_catalog
     config = settings()
     if config.openrouter_api_key is None:
         raise UserError("ask needs OPENROUTER_API_KEY (and optionally OPENROUTER_BASE_URL)")
     options = AskOptions(max_results=max_results, search_context_size=context.value if context else None,
                          model=model, max_cost=max_cost, task_id=task_id)
-    with open_catalog(config, "ask") as catalog:
-        try:
-            result = run_ask(catalog, question, options, config)
-        except AskError as exc:
-            raise UserError(str(exc)) from None
+    try:
+        result = run_ask(config, question, options)
+    except AskError as exc:
+        raise UserError(str(exc)) from None
     out.print(result.answer, markup=False, highlight=False)
     out.print()
     if result.no_citations:

@@ -22,12 +22,12 @@ import httpx
 from schemas.ask import UrlCitation
 from schemas.urls import domain_of
 from tasks.ask.plan import AskPlan
-from tasks.common.http import redact, retry_after_seconds, user_agent
+from tasks.common.errors import RemoteError
+from tasks.common.http import Attempt, call, json_body, scrub, status_error, user_agent
 
 log = logging.getLogger(__name__)
 
 NO_RETRY_STATUSES = frozenset({401, 402, 403})
-DEFAULT_RETRY_WAIT = 1.0  # seconds, when a retryable failure names no Retry-After
 APP_TITLE = "searchlake"
 
 
@@ -51,14 +51,6 @@ def request_body(plan: AskPlan) -> dict[str, Any]:
 # -- the exchange: one request, and at most one retry ------------------------------
 
 @dataclass
-class Attempt:
-    http_status: int | None = None
-    error: str | None = None
-    retry_after: float | None = None
-    duration_ms: int = 0
-
-
-@dataclass
 class Exchange:
     doc: dict | None = None
     attempts: list[Attempt] = field(default_factory=list)
@@ -73,96 +65,49 @@ class Exchange:
         return self.attempts[-1].http_status if self.attempts else None
 
 
-def _sleep(seconds: float) -> None:
-    # Looked up at call time so tests can replace it and not wait.
-    time.sleep(seconds)
-
-
 def exchange(client: httpx.Client, url: str, body: dict, key: str, plan: AskPlan,
-             retry_after_max: float) -> Exchange:
+             retry_after_max: float, secrets: tuple[str, ...] = ()) -> Exchange:
+    """The request through the shared HTTP path, retried once; every attempt
+    is recorded, and the failure (if any) is the last attempt's error."""
     headers = {"Authorization": f"Bearer {key}", "User-Agent": user_agent(),
                "X-Title": APP_TITLE, "X-OpenRouter-Title": APP_TITLE}
     result = Exchange()
     started = time.monotonic()
-    for number in (1, 2):
-        attempt, doc, retryable = _send_once(client, url, body, headers, plan.timeout, key)
-        result.attempts.append(attempt)
-        if doc is not None:
-            result.doc = doc
-            break
-        if number == 2 or not retryable:
-            break
-        wait = min(retry_after_max, DEFAULT_RETRY_WAIT if attempt.retry_after is None else attempt.retry_after)
-        log.warning("ask %s: %s; retrying once in %.1fs", plan.message_id, attempt.error, wait)
-        _sleep(wait)
+    try:
+        doc = call(client, "POST", url, json=body, headers=headers, timeout=plan.timeout, retries=1,
+                   secrets=(key, *secrets), max_retry_wait=retry_after_max, read=_completion,
+                   attempts=result.attempts)
+        # A server may echo the request, and with it the key.
+        result.doc = scrub(doc, (key, *secrets))
+    except RemoteError as exc:
+        log.warning("ask %s failed: %s", plan.message_id, exc.reason)
     result.duration_ms = int((time.monotonic() - started) * 1000)
     return result
 
 
-def _send_once(client: httpx.Client, url: str, body: dict, headers: dict, timeout: float,
-               key: str) -> tuple[Attempt, dict | None, bool]:
-    """One POST: (what happened, the completion or None, worth a retry)."""
-    started = time.monotonic()
-    attempt = Attempt()
-    try:
-        response = client.post(url, json=body, headers=headers, timeout=timeout)
-    except httpx.TimeoutException:
-        attempt.error = f"no answer within {timeout:g} s (timeout)"
-        return _timed(attempt, started), None, True
-    except httpx.HTTPError as exc:
-        # The exception text is left out: it may quote the request.
-        attempt.error = f"network error: {type(exc).__name__}"
-        return _timed(attempt, started), None, True
-    _timed(attempt, started)
-    attempt.http_status = response.status_code
+def _completion(response: httpx.Response) -> dict:
+    """The completion document, or a RemoteError saying why it cannot be
+    used. 401/402/403 are final; anything else may pass on a second try."""
     if response.status_code >= 400:
-        attempt.error = redact(f"HTTP {response.status_code}: {_error_detail(response)}", [key])
-        attempt.retry_after = retry_after_seconds(response.headers.get("Retry-After"))
-        return attempt, None, response.status_code not in NO_RETRY_STATUSES
-    doc, problem = _completion(response)
-    if problem:
-        attempt.error = redact(problem, [key])
-        return attempt, None, True
-    return attempt, doc, False
-
-
-def _timed(attempt: Attempt, started: float) -> Attempt:
-    attempt.duration_ms = int((time.monotonic() - started) * 1000)
-    return attempt
-
-
-def _error_detail(response: httpx.Response) -> str:
-    """OpenRouter's `{"error": {"code", "message", "metadata": {"error_type"}}}`
-    as one short line; the reason phrase when the body says nothing."""
+        raise status_error(response, retryable=response.status_code not in NO_RETRY_STATUSES)
     try:
-        error = response.json().get("error")
-    except (ValueError, AttributeError):
-        error = None
-    if not isinstance(error, dict):
-        return response.reason_phrase or "error"
-    message = " ".join(str(error.get("message") or response.reason_phrase).split())[:200]
-    kind = (error.get("metadata") or {}).get("error_type") if isinstance(error.get("metadata"), dict) else None
-    return f"{kind}: {message}" if kind else message
-
-
-def _completion(response: httpx.Response) -> tuple[dict | None, str | None]:
-    """The completion document, or why it cannot be used."""
-    try:
-        doc = response.json()
-    except ValueError:
-        return None, "bad response: body is not JSON"
-    if not isinstance(doc, dict):
-        return None, "bad response: not a chat completion"
+        doc = json_body(response)
+    except RemoteError:
+        raise _unusable("bad response: body is not JSON") from None
     if doc.get("error"):  # an error raised after generation began comes with HTTP 200
         error = doc["error"]
         message = error.get("message") if isinstance(error, dict) else error
-        return None, f"error in response: {' '.join(str(message).split())[:200]}"
+        raise _unusable(f"error in response: {' '.join(str(message).split())[:200]}")
     message = choice_message(doc)
     if message is None:
-        return None, "bad response: not a chat completion"
+        raise _unusable("bad response: not a chat completion")
     if not (message.get("content") or "").strip():
-        return None, "bad response: the answer is empty"
-    return doc, None
+        raise _unusable("bad response: the answer is empty")
+    return doc
+
+
+def _unusable(reason: str) -> RemoteError:
+    return RemoteError("bad_response", reason, retryable=True)
 
 
 # -- reading the answer ------------------------------------------------------------

@@ -36,9 +36,9 @@ from schemas.ask import AskOptions, AskResult, UrlCitation
 from schemas.bundle import SearchResultBundle, SearchResultItem
 from schemas.urls import UnsafeURL, WEB_SCHEMES, check_lake_url, source_id_for, url_scheme
 from tasks.ask.plan import AskBudgetExceeded, AskError, AskPlan, plan_ask
-from tasks.lake.catalog import Catalog
+from tasks.lake.catalog import Catalog, open_catalog
 from tasks.common.settings import Settings, secret_value
-from tasks.common.http import redact
+from tasks.common.http import make_client, redact
 from tasks.lake.files import Lake, LakeWrite
 from tasks.lake.landing import land_bundles
 from tasks.ask.openrouter import Exchange, Usage, choice_message, exchange, parse_citations, parse_usage, request_body
@@ -139,13 +139,13 @@ def record(catalog: Catalog, plan: AskPlan, ex: Exchange, outcome: Outcome, body
 
 # -- the whole call ----------------------------------------------------------------
 
-def ask(catalog: Catalog, question: str, options: AskOptions | None = None, settings: Settings | None = None,
+def ask(settings: Settings, question: str, options: AskOptions | None = None,
         client: httpx.Client | None = None, *, tracker=None) -> AskResult:
     """Ask once with web search; record, land and return the cited answer.
     Raises AskError (AskBudgetExceeded above the cost cap) with a one-line
     message after recording the failed call. `tracker`, a ProgressTracker
-    with the step ASK_STEP, receives start/complete/error events."""
-    settings = settings or catalog.settings
+    with the step ASK_STEP, receives start/complete/error events. The catalog
+    is opened only to record and land, never while OpenRouter answers."""
     plan = plan_ask(question, options or AskOptions(), settings)
     key = secret_value(settings.openrouter_api_key)
     if not key:
@@ -153,7 +153,7 @@ def ask(catalog: Catalog, question: str, options: AskOptions | None = None, sett
     if tracker is not None:
         tracker.start(ASK_STEP, metadata=_observed(plan))
     try:
-        result = _ask(catalog, plan, settings, client, key)
+        result = _ask(plan, settings, client, key)
     except AskError as exc:
         if tracker is not None:
             tracker.error(ASK_STEP, error=str(exc), metadata=_observed(plan))
@@ -171,20 +171,20 @@ def _observed(plan: AskPlan) -> dict:
             "searchContextSize": plan.search_context_size, "maxResults": plan.max_results}
 
 
-def _ask(catalog: Catalog, plan: AskPlan, settings: Settings, client: httpx.Client | None, key: str) -> AskResult:
+def _ask(plan: AskPlan, settings: Settings, client: httpx.Client | None, key: str) -> AskResult:
     url = f"{settings.openrouter_base_url.rstrip('/')}/chat/completions"
     body = request_body(plan)
     owned = client is None
-    client = client or httpx.Client(timeout=plan.timeout, follow_redirects=False)
+    client = client or make_client(timeout=plan.timeout)
     try:
-        ex = exchange(client, url, body, key, plan, settings.ask_retry_after_max)
+        ex = exchange(client, url, body, key, plan, settings.ask_retry_after_max, settings.secret_values())
     finally:
         if owned:
             client.close()
 
     if ex.doc is None:
         outcome = Outcome("failed", failure_reason=ex.failure)
-        record(catalog, plan, ex, outcome, body, key)
+        _record(settings, plan, ex, outcome, body, key)
         _log(plan, ex, outcome)
         raise AskError(f"ask failed after {len(ex.attempts)} request(s) to OpenRouter: {ex.failure} "
                        f"(recorded as message {plan.message_id})", message_id=plan.message_id)
@@ -195,7 +195,7 @@ def _ask(catalog: Catalog, plan: AskPlan, settings: Settings, client: httpx.Clie
     if plan.max_cost is not None and outcome.usage.cost is not None and outcome.usage.cost > plan.max_cost:
         outcome.status = "over_budget"
         outcome.failure_reason = f"cost ${outcome.usage.cost:.4f} above the cap ${plan.max_cost:.4f}"
-        record(catalog, plan, ex, outcome, body, key)
+        _record(settings, plan, ex, outcome, body, key)
         _log(plan, ex, outcome)
         raise AskBudgetExceeded(
             f"ask stopped: the answer cost ${outcome.usage.cost:.4f}, above the ${plan.max_cost:.4f} cap "
@@ -206,14 +206,20 @@ def _ask(catalog: Catalog, plan: AskPlan, settings: Settings, client: httpx.Clie
 
     # Recorded before landing: the call is on record even if landing fails
     # (the audit file in the lake holds everything needed to land it again).
-    record(catalog, plan, ex, outcome, body, key)
-    _log(plan, ex, outcome)
-    report = land_bundles(catalog, [to_bundle(plan, outcome.answer, outcome.citations, settings.content_max_chars)],
-                          source=f"{PROVIDER}-ask")
+    bundle = to_bundle(plan, outcome.answer, outcome.citations, settings.content_max_chars)
+    with open_catalog(settings, "ask: record") as catalog:
+        record(catalog, plan, ex, outcome, body, key)
+        _log(plan, ex, outcome)
+        report = land_bundles(catalog, [bundle], source=f"{PROVIDER}-ask")
     if report.refused:  # not expected: ids and URLs are checked when the bundle is built
         raise AskError(f"the answer was recorded as message {plan.message_id} but could not land: "
                        f"{report.refused[0].line()}", message_id=plan.message_id)
     return _result(plan, ex, outcome)
+
+
+def _record(settings: Settings, plan: AskPlan, ex: Exchange, outcome: Outcome, body: dict, key: str) -> None:
+    with open_catalog(settings, "ask: record") as catalog:
+        record(catalog, plan, ex, outcome, body, key)
 
 
 def _log(plan: AskPlan, ex: Exchange, outcome: Outcome) -> None:

@@ -7,9 +7,17 @@ from __future__ import annotations
 class RemoteError(Exception):
     """A call to a remote service failed. `code` lands as the failed item's error_code:
     timeout, http_4xx/http_5xx (e.g. http_429), blocked, bad_response,
-    network, not_configured."""
+    network, not_configured.
 
-    def __init__(self, code: str, message: str, *, http_status: int | None = None):
+    `reason` is the message without the "METHOD url:" prefix (what a caller
+    that names the service itself shows); `retryable` and `retry_after` tell
+    the HTTP path whether and when another try may succeed."""
+
+    def __init__(self, code: str, message: str, *, http_status: int | None = None,
+                 reason: str | None = None, retryable: bool = False, retry_after: float | None = None):
         super().__init__(message)
         self.code = code
         self.http_status = http_status
+        self.reason = message if reason is None else reason
+        self.retryable = retryable
+        self.retry_after = retry_after

@@ -15,6 +15,8 @@ from typing import Any
 import httpx
 import json_repair
 
+from tasks.common.errors import RemoteError
+from tasks.common.http import call, json_body, make_client, require_success, safe_url, scrub
 from tasks.common.settings import Settings, secret_value
 
 THOUGHT_MARK = "---THOUGHT---"
@@ -49,59 +51,70 @@ class ChatAnswer:
 class LLMConfig:
     base_url: str
     model: str
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)
     timeout: float = 60.0
     temperature: float = 0.2
+    retries: int = 0
+    # every configured secret: a server that echoes the request must not get one stored
+    secrets: tuple[str, ...] = field(default=(), repr=False)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> "LLMConfig | None":
         if not (settings.llm_base_url and settings.llm_model):
             return None
         return cls(settings.llm_base_url.rstrip("/"), settings.llm_model,
-                   secret_value(settings.llm_api_key), timeout=max(settings.http_timeout, 30.0))
+                   secret_value(settings.llm_api_key), timeout=max(settings.http_timeout, 30.0),
+                   retries=settings.http_retries, secrets=settings.secret_values())
+
+    @property
+    def where(self) -> str:
+        """The endpoint as messages may name it: no credentials, no query."""
+        return safe_url(self.base_url)
 
 
 def chat(config: LLMConfig, messages: list[dict], *, client: httpx.Client | None = None,
          extra: dict | None = None) -> ChatAnswer:
-    """One chat completion; errors become LLMError with no secret in the text."""
+    """One chat completion through the shared HTTP path; errors become
+    LLMError, and neither they nor the answer carry a configured secret."""
     body = {"model": config.model, "messages": messages, "temperature": config.temperature, **(extra or {})}
     headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
+    secrets = (config.api_key, *config.secrets)
     owned = client is None
-    client = client or httpx.Client(timeout=config.timeout)
+    client = client or make_client(timeout=config.timeout)
     started = time.monotonic()
     try:
-        response = client.post(f"{config.base_url}/chat/completions", json=body, headers=headers)
-    except httpx.TimeoutException:
-        raise LLMError(f"the model at {config.base_url} did not answer within {config.timeout:.0f} s") from None
-    except httpx.HTTPError as exc:
-        raise LLMError(f"cannot reach the model at {config.base_url}: {type(exc).__name__}") from None
+        doc = call(client, "POST", f"{config.base_url}/chat/completions", json=body, headers=headers,
+                   timeout=config.timeout, retries=config.retries, secrets=secrets, read=_completion)
+    except RemoteError as exc:
+        raise LLMError(_failure(config, exc)) from None
     finally:
         if owned:
             client.close()
-    return _answer(response, config, int((time.monotonic() - started) * 1000))
-
-
-def _answer(response: httpx.Response, config: LLMConfig, duration_ms: int) -> ChatAnswer:
-    if response.status_code >= 400:
-        raise LLMError(f"the model at {config.base_url} answered HTTP {response.status_code}: {_error_text(response)}")
-    try:
-        doc = response.json()
-        content = doc["choices"][0]["message"].get("content") or ""
-    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
-        raise LLMError(f"the model at {config.base_url} sent a response that is not a chat completion") from None
-    usage = doc.get("usage") or {}
-    return ChatAnswer(content=content, model=doc.get("model"), prompt_tokens=usage.get("prompt_tokens") or 0,
+    doc = scrub(doc, secrets)
+    usage = doc.get("usage") if isinstance(doc.get("usage"), dict) else {}
+    return ChatAnswer(content=doc["choices"][0]["message"].get("content") or "", model=doc.get("model"),
+                      prompt_tokens=usage.get("prompt_tokens") or 0,
                       completion_tokens=usage.get("completion_tokens") or 0, cost=usage.get("cost"),
-                      duration_ms=duration_ms, raw=doc)
+                      duration_ms=int((time.monotonic() - started) * 1000), raw=doc)
 
 
-def _error_text(response: httpx.Response) -> str:
+def _completion(response: httpx.Response) -> dict:
+    doc = json_body(require_success(response))
     try:
-        error = response.json().get("error")
-        message = error.get("message") if isinstance(error, dict) else error
-        return str(message)[:200] if message else response.reason_phrase
-    except (ValueError, AttributeError):
-        return response.reason_phrase
+        doc["choices"][0]["message"].get("content")
+    except (KeyError, IndexError, TypeError, AttributeError):
+        raise RemoteError("bad_response", "not a chat completion", http_status=response.status_code) from None
+    return doc
+
+
+def _failure(config: LLMConfig, exc: RemoteError) -> str:
+    if exc.code == "timeout":
+        return f"the model at {config.where} did not answer within {config.timeout:.0f} s"
+    if exc.code == "network":
+        return f"cannot reach the model at {config.where}: {exc.reason}"
+    if exc.code == "bad_response":
+        return f"the model at {config.where} sent a response that is not a chat completion"
+    return f"the model at {config.where} answered {exc.reason}"
 
 
 def split_thought_json(text: str) -> tuple[str, str]:

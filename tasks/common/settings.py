@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
-from functools import cached_property
+from collections.abc import Mapping
+from functools import cached_property, lru_cache
 from pathlib import Path
+from typing import Any
 
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import AliasChoices, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from schemas.governance import BUDGET_VARIABLES, Budget
+from schemas.scoring import ScoringFile
+from tasks.common.redaction import register, url_credentials
+
+# Settings holding URLs a user may write credentials into (user:password@, ?token=).
+URL_FIELDS = ("searxng_url", "llm_base_url", "openrouter_base_url", "lake")
 
 
 class Settings(BaseSettings):
@@ -23,6 +32,14 @@ class Settings(BaseSettings):
     weight_freshness: float = Field(default=0.2, ge=0)
     weight_authority: float = Field(default=0.2, ge=0)
     scoring_file: Path | None = Field(default=None, description="JSON changing freshness windows and authority domains")
+
+    # a research run's budget, as typed: validated by schemas.governance.Budget when a run
+    # resolves it, so that a bad value fails that run (with its name), not every command
+    pipeline_timeout: str | None = Field(default=None, validation_alias=AliasChoices("PIPELINE_TIMEOUT"))
+    pipeline_max_target_count: str | None = Field(default=None, validation_alias=AliasChoices(
+        "PIPELINE_MAX_TARGET_COUNT"))
+    pipeline_max_fallback_rounds: str | None = Field(default=None, validation_alias=AliasChoices(
+        "PIPELINE_MAX_FALLBACK_ROUNDS"))
 
     # research
     library: Path | None = Field(default=None, description="Folder of the user's documents")
@@ -68,6 +85,31 @@ class Settings(BaseSettings):
     serve_host: str = "127.0.0.1"
     serve_port: int = Field(default=8765, ge=0, le=65535)
 
+    def budget(self, overrides: Mapping[str, Any] | None = None,
+               option_names: Mapping[str, str] | None = None) -> Budget:
+        """The run budget: options (`overrides`) over the PIPELINE_* variables over the defaults."""
+        environ = {variable: getattr(self, "pipeline_" + name.removesuffix("_seconds"))
+                   for name, variable in BUDGET_VARIABLES.items()}
+        return Budget.resolve(overrides, environ, option_names)
+
+    def scoring_overrides(self) -> ScoringFile | None:
+        """SEARCHLAKE_SCORING_FILE, read and validated; None when unset.
+        Raises ValueError naming the file and the first problem."""
+        return None if self.scoring_file is None else _read_scoring_file(str(self.scoring_file))
+
+    def model_post_init(self, context) -> None:
+        # Known to redaction from the moment they are configured, so no log
+        # line, stored text or message can carry them.
+        register(self.secret_values())
+
+    def secret_values(self) -> tuple[str, ...]:
+        """Every configured secret: SecretStr fields and the credential parts of URL fields."""
+        values = [value.get_secret_value() for name in type(self).model_fields
+                  if isinstance(value := getattr(self, name), SecretStr)]
+        for name in URL_FIELDS:
+            values += url_credentials(getattr(self, name))
+        return tuple(v for v in dict.fromkeys(values) if v)
+
     @cached_property
     def lake_root(self) -> str:
         return self.lake or str(self.home / "lake")
@@ -75,6 +117,18 @@ class Settings(BaseSettings):
     @cached_property
     def catalog_path(self) -> Path:
         return self.catalog or self.home / "catalog.duckdb"
+
+
+@lru_cache(maxsize=8)
+def _read_scoring_file(path: str) -> ScoringFile:
+    try:
+        return ScoringFile.model_validate_json(Path(path).read_bytes())
+    except OSError as exc:
+        raise ValueError(f"scoring file {path}: {exc.strerror or exc}") from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(map(str, first["loc"])) or "the file"
+        raise ValueError(f"scoring file {path}: {where}: {first['msg']}") from None
 
 
 def secret_value(secret: SecretStr | None) -> str | None:

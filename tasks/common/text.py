@@ -1,28 +1,67 @@
-"""Small text helpers shared by planning, scoring and synthesis."""
+"""The one text module: how every stage turns text into words and terms.
+
+tokens(text)
+    Words as the search index sees them: NFKC-normalized and case-folded
+    runs of letters, digits and combining marks in any script (so "sys.path"
+    gives "sys", "path" and "__init__" gives "init", as DuckDB fts's
+    `[^\\p{L}\\p{N}\\p{M}]+` splits them); CJK runs, written without spaces,
+    become overlapping character bigrams, so Chinese needs no segmenter.
+terms(text)
+    tokens without STOPWORDS (and lone Latin letters), stemmed with the Porter
+    stemmer (PyStemmer's `porter`, Snowball's original Porter algorithm, the
+    one DuckDB fts calls 'porter'); repeats kept, in order — what BM25 counts.
+term_set(text)
+    The distinct terms: what overlap measures compare.
+keywords(text), phrases(text)
+    Surface forms for planning and labels: content words in their original
+    spelling, and runs of adjacent content words.
+"""
 
 from __future__ import annotations
 
 import re
+import unicodedata
+from functools import lru_cache
+
+import Stemmer
 
 # CJK ideographs, kana and hangul: scripts written without spaces between words.
 CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002fa1f"
 CJK_RUN = re.compile(f"[{CJK_CHARS}]+")
 _CJK = re.compile(f"[{CJK_CHARS}]")
+_WORD = re.compile(rf"[{CJK_CHARS}]+|(?:(?![{CJK_CHARS}])[^\W_])+")
 # CJK text has no spaces: split runs at common function characters so that
 # 大语言模型在医疗诊断中的应用 yields 大语言模型 / 医疗诊断 / 应用.
 _CJK_BREAK = re.compile(r"[的在和与及中对是了等或为把被从]+")
-_TOKEN = re.compile(f"[{CJK_CHARS}]+|[A-Za-z0-9][A-Za-z0-9+#._-]*")
+_SURFACE = re.compile(f"[{CJK_CHARS}]+|[A-Za-z0-9][A-Za-z0-9+#._-]*")
+
+# Function words and the words questions are framed with ("how does ...
+# work", "explain", "tell me"): they say nothing about the subject. CJK
+# entries are bigrams, the form CJK text is indexed in, and question words.
 STOPWORDS = frozenset(
-    """a an and are as at be between by can could did do does for from has have how i if in into is it its
-    of on or over should so than that the their them then there these they this to under was what when where
-    which who why will with would about vs versus compare comparison explain describe tell me please much many
-    handle handles handled work works use uses used using make makes get gets do does done way ways
-    的 了 和 与 是 在 有 什么 如何 怎么 哪些 为什么 吗 呢 对 及 以及 关于 会 能 要""".split()
+    """a about above after again against all also am an and any are as at be because been before being below
+    between both but by can could did do does doing done down during each eg etc few for from further get gets
+    had has have having he her here hers him his how i ie if in into is it its itself just me more most my no
+    nor not of off on once only or other our ours out over own per please s same she should so some such t
+    than that the their theirs them then there these they this those through to too under until up upon us
+    very via vs versus was we were what whats when where which while who whom why will with would you your
+    explain describe tell compare comparison much many way ways use uses used using make makes work works
+    handle handles handled happen happens
+    的 了 和 与 是 在 有 什么 如何 怎么 怎样 哪些 为什 为什么 是否 多少 哪个 请问 吗 呢 对 及 以及 关于 会 能 要""".split()
 )
 
 
+@lru_cache(maxsize=1)
+def _stemmer() -> Stemmer.Stemmer:
+    return Stemmer.Stemmer("porter")
+
+
+def normalize(text: str | None) -> str:
+    return unicodedata.normalize("NFKC", text or "").casefold()
+
+
 def is_cjk(text: str) -> bool:
-    return bool(_CJK.search(text))
+    return bool(_CJK.search(text or ""))
 
 
 def cjk_bigrams(run: str) -> list[str]:
@@ -30,11 +69,33 @@ def cjk_bigrams(run: str) -> list[str]:
     return [run] if len(run) < 2 else [run[i:i + 2] for i in range(len(run) - 1)]
 
 
+def tokens(text: str | None) -> list[str]:
+    found: list[str] = []
+    for word in _WORD.findall(normalize(text)):
+        if CJK_RUN.match(word):
+            found += cjk_bigrams(word)
+        else:
+            found.append(word)
+    return found
+
+
+def stem(word: str) -> str:
+    return _stemmer().stemWord(word)
+
+
+def terms(text: str | None) -> list[str]:
+    kept = [t for t in tokens(text) if t not in STOPWORDS and (len(t) > 1 or not t.isascii() or t.isdigit())]
+    return _stemmer().stemWords(kept)
+
+
+def term_set(text: str | None) -> set[str]:
+    return set(terms(text))
+
 
 def keywords(text: str) -> list[str]:
     """Content words in order of appearance, without stopwords or repeats."""
     seen, kept = set(), []
-    for match in _TOKEN.findall(text):
+    for match in _SURFACE.findall(text):
         if _CJK.match(match):
             for part in _CJK_BREAK.split(match):
                 if len(part) >= 2 and part not in seen and part not in STOPWORDS:
@@ -43,7 +104,7 @@ def keywords(text: str) -> list[str]:
             continue
         word = match.strip("._-")
         lowered = word.lower()
-        if lowered in STOPWORDS or lowered in seen or (len(word) < 2 and not _CJK.match(word)):
+        if lowered in STOPWORDS or lowered in seen or len(word) < 2:
             continue
         seen.add(lowered)
         kept.append(word)

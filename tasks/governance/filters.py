@@ -30,7 +30,8 @@ from tasks.lake.catalog import Catalog
 from tasks.common.settings import Settings
 from tasks.retrieval.fetch import fetch_content
 from tasks.common.llm import FORMAT_INSTRUCTIONS, LLMConfig, LLMError, chat, parse_json_answer
-from tasks.retrieval.scoring import clamp, terms
+from tasks.common.text import term_set
+from tasks.retrieval.scoring import clamp
 
 HARD, COARSE, QUALITY = "hard_filter", "coarse_filter", "quality_filter"
 CANDIDATE_FIELDS = ("source_id", "url", "title", "snippet", "content_text", "published_at",
@@ -146,7 +147,7 @@ def _utc(moment: datetime) -> datetime:
 
 # The lexical screen drops a candidate only when BOTH hold:
 #  - its title + snippet (or the start of content_text) share no content term
-#    with the question (tasks.retrieval.scoring.terms: stopwords out, endings folded,
+#    with the question (tasks.common.text.term_set: stopwords out, Porter-stemmed,
 #    CJK as character bigrams), and
 #  - its score_final is below LEXICAL_LOW_SCORE. With no shared term the
 #    lexical relevance is 0, so score_final <= 0.4 unless the provider scored
@@ -181,11 +182,11 @@ def coarse_filter(question: str, cands: Sequence[Candidate], llm: LLMConfig | No
 
 
 def _lexical_screen(question: str, cands: Sequence[Candidate]) -> StageOutput:
-    wanted = terms(question)
+    wanted = term_set(question)
     out = StageOutput(kept=[])
     for c in cands:
         text = f"{c.title or ''} {c.snippet or (c.content_text or '')[:1000]}"
-        if wanted and not (wanted & terms(text)) and c.score_final < LEXICAL_LOW_SCORE:
+        if wanted and not (wanted & term_set(text)) and c.score_final < LEXICAL_LOW_SCORE:
             out.drops.append(_drop(c, COARSE, f"shares no term with the question and score_final "
                                               f"{c.score_final:.2f} < {LEXICAL_LOW_SCORE}"))
         else:
@@ -258,8 +259,8 @@ def length_band(chars: int) -> float:
 
 
 def quality_score(question: str, c: Candidate, body: str) -> float:
-    wanted = terms(question)
-    coverage = len(wanted & terms(f"{c.title or ''} {body}")) / len(wanted) if wanted else 0.5
+    wanted = term_set(question)
+    coverage = len(wanted & term_set(f"{c.title or ''} {body}")) / len(wanted) if wanted else 0.5
     score = W_COVERAGE * coverage + W_LENGTH * length_band(len(body)) + W_SCORE * clamp(c.score_final)
     return round(clamp(score), 4)
 

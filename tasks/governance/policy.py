@@ -18,10 +18,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import duckdb
 
 from schemas.governance import Policy, PolicyError
-from tasks.lake.catalog import Catalog
+from tasks.lake.catalog import Catalog, CatalogError
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +50,7 @@ def load_policy(catalog: Catalog, demand_id: str | None, notes: list[str] | None
     demand = _clean_demand_id(demand_id) if demand_id else DEFAULT_DEMAND
     try:
         rows = catalog.rows("policy_get", [demand])
-    except duckdb.Error as exc:
+    except CatalogError as exc:
         return _fallback(f"search_policy cannot be read: {_first_line(exc)}", notes)
     if not rows:
         return _fallback("search_policy holds neither this demand's row nor 'default'", notes)

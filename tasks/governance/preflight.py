@@ -7,7 +7,6 @@ from __future__ import annotations
 from tasks.common.settings import Settings
 from tasks.retrieval.providers.library.documents import corpus_for
 from tasks.retrieval.providers.registry import provider_class
-from tasks.retrieval.scoring import scoring_config
 
 
 class PreflightError(ValueError):
@@ -18,7 +17,7 @@ def preflight(settings: Settings, provider_names: list[str]) -> None:
     problems = [p for name in provider_names for p in _provider_problems(name, settings)]
     problems += _llm_problems(settings)
     try:
-        scoring_config(settings.scoring_file)
+        settings.scoring_overrides()
     except ValueError as exc:
         problems.append(str(exc))
     if "library" in provider_names:

@@ -11,7 +11,7 @@ records. Do not call them while holding the catalog yourself.
 The trace file sits at the lake key Lake.run_key(task, trace, "trace.jsonl")
 under the local lake root; JSONL is appended to, which object stores cannot
 do, so with a remote lake it sits under <home>/events/ instead (as the
-progress events do, see tasks.progress.events.events_root).
+progress events do, see tasks.lake.files.run_logs_root).
 """
 
 from __future__ import annotations
@@ -28,13 +28,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import duckdb
 
 from schemas.bundle import check_identifier
 from schemas.governance import Budget, Drop, GateResult, Policy, Publisher, StageRecord
-from tasks.lake.catalog import Catalog, CatalogBusy, open_catalog
+from tasks.lake.catalog import Catalog, CatalogBusy, CatalogError, open_catalog
 from tasks.common.settings import Settings
-from tasks.progress.events import events_root
+from tasks.lake.files import run_logs_root
 from tasks.lake.files import Lake, LakeWrite
 from tasks.governance.filters import Candidate
 
@@ -125,7 +124,7 @@ def _insert_outcome(cat: Catalog, trace_id: str, task_id: str, selections: Seque
 
 def trace_path(settings: Settings, task_id: str, trace_id: str) -> Path:
     """The run's trace.jsonl (ids are checked first: they become path parts)."""
-    return events_root(settings) / Lake.run_key(check_identifier(task_id), check_identifier(trace_id), TRACE_FILE)
+    return run_logs_root(settings) / Lake.run_key(check_identifier(task_id), check_identifier(trace_id), TRACE_FILE)
 
 
 class TraceLog:
@@ -166,7 +165,7 @@ class TraceLog:
             with open_catalog(self.settings, "governed run: trace") as catalog:
                 catalog.run("run_event_insert", [self.trace_id, self.task_id, line["seq"], at, line["kind"],
                                                  line["name"], line["status"], _json(line["detail"])])
-        except (CatalogBusy, duckdb.Error) as exc:
+        except (CatalogBusy, CatalogError) as exc:
             problem = f"event {line['seq']} ({line['kind']} {line['name']}) not in run_events: {exc}"
             log.warning("%s", problem)
             self.db_errors.append(problem)

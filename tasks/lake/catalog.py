@@ -27,6 +27,10 @@ _HELD_HERE: set[str] = set()  # catalogs a thread of this process holds
 TEMPLATES = {"results": rows.RESULTS, "consolidated": rows.CONSOLIDATED}
 
 
+# What a failed catalog statement raises, for callers outside the lake package.
+CatalogError = duckdb.Error
+
+
 class CatalogBusy(RuntimeError):
     """Another searchlake command holds the catalog."""
 
@@ -91,6 +95,12 @@ class Catalog:
         for statement in sql_group("views_"):
             self.con.execute(statement)
 
+    def confine_to_lake(self) -> None:
+        """From now on the engine opens only the catalog and the lake files
+        the views read: no other file, no extension, no setting changed back."""
+        self.con.execute("SET allowed_paths = ?", [self.file_uris("results") + self.file_uris("consolidated")])
+        self.con.execute(sql("sandbox_confine"))
+
     def ensure_templates(self) -> None:
         for kind, schema in TEMPLATES.items():
             key = Lake.template_key(kind)
@@ -126,9 +136,11 @@ def _read_holder(holder_file: Path) -> str:
 
 
 @contextmanager
-def open_catalog(settings: Settings, purpose: str = "command", *, read_only: bool = False) -> Iterator[Catalog]:
-    """A locked catalog session. `read_only` sessions (analysts' SQL) cannot
-    change the catalog, but first bring it to a consistent state."""
+def open_catalog(settings: Settings, purpose: str = "command", *, read_only: bool = False,
+                 confined: bool = False) -> Iterator[Catalog]:
+    """A locked catalog session. `read_only` sessions cannot change the
+    catalog, but first bring it to a consistent state. `confined` (read-only)
+    sessions run analysts' SQL: see Catalog.confine_to_lake."""
     path = settings.catalog_path
     path.parent.mkdir(parents=True, exist_ok=True)
     holder_file = path.with_name(path.name + ".holder")
@@ -149,6 +161,8 @@ def open_catalog(settings: Settings, purpose: str = "command", *, read_only: boo
                 return
         with _connect(path, lake, settings, read_only=True) as catalog:
             catalog.refresh_views()
+            if confined:
+                catalog.confine_to_lake()
             yield catalog
     finally:
         _HELD_HERE.discard(str(holder_file))

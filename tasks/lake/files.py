@@ -15,11 +15,14 @@ import os
 import uuid
 from dataclasses import dataclass, field
 from datetime import date
+from pathlib import Path
 
 import fsspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 from fsspec.implementations.local import LocalFileSystem
+
+from tasks.common.settings import Settings
 
 STAGING = "_staging"
 
@@ -118,6 +121,13 @@ class Lake:
         if not self.fs.exists(base):
             return []
         return [p.rstrip("/").rsplit("/", 1)[-1] for p in self.fs.ls(base, detail=False)]
+
+
+def run_logs_root(settings: Settings) -> Path:
+    """Where the per-run JSONL logs (trace, progress events) live: in the lake
+    when it is a local folder, else under the home (object stores cannot append)."""
+    lake = Lake(settings.lake_root)
+    return Path(lake.root) if lake.is_local else Path(settings.home) / "events"
 
 
 def _first_protocol(fs) -> str:

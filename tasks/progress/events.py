@@ -22,17 +22,12 @@ from typing import Any, NamedTuple
 from schemas.bundle import check_identifier
 from schemas.events import PIPELINE, EventPayload, ProgressEvent
 from tasks.common.settings import Settings
-from tasks.lake.files import Lake
+from tasks.lake.files import Lake, run_logs_root
 
 EVENTS_FILE = "events.jsonl"
 
 
 # -- where the logs are ------------------------------------------------------
-
-def events_root(settings: Settings) -> Path:
-    lake = Lake(settings.lake_root)
-    return Path(lake.root) if lake.is_local else Path(settings.home) / "events"
-
 
 def events_path(root: Path, task_id: str, run_id: str) -> Path:
     """The log of one run. Ids are checked first: they become path parts."""
@@ -88,7 +83,7 @@ class EventLog:
 
     @classmethod
     def for_run(cls, settings: Settings, task_id: str, run_id: str) -> "EventLog":
-        return cls(events_path(events_root(settings), task_id, run_id))
+        return cls(events_path(run_logs_root(settings), task_id, run_id))
 
     def emit(self, event: ProgressEvent) -> None:
         line = json.dumps(event.to_wire(), ensure_ascii=False, separators=(",", ":"))

@@ -35,7 +35,8 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from tasks.common.settings import Settings
-from tasks.progress.events import events_path, events_root, follow_events, list_runs
+from tasks.lake.files import run_logs_root
+from tasks.progress.events import events_path, follow_events, list_runs
 from tasks.progress.web.app import Launcher, page_routes, protect
 
 log = logging.getLogger(__name__)
@@ -49,7 +50,7 @@ class ServeError(RuntimeError):
 
 def build_app(settings: Settings, launcher: Launcher | None = None, *, poll: float = POLL_SECONDS,
               keepalive: float = KEEPALIVE_SECONDS, allowed_hosts: list[str] | None = None) -> Starlette:
-    root = events_root(settings)
+    root = run_logs_root(settings)
 
     def health(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok", "home": str(settings.home)})

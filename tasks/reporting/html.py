@@ -11,8 +11,6 @@ a report with no citations says so in a marker (#no-citations).
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable
-
 from schemas.report import Citation, ModelBlueprint, ReportSource, ResearchReport, SynthesisResult
 from tasks.synthesis.labels import labels
 from tasks.reporting.layout import (
@@ -22,6 +20,7 @@ from tasks.reporting.layout import (
     source_numbers,
     summary_items,
     unique_citations,
+    unverified_count,
 )
 
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; "
@@ -43,7 +42,6 @@ sup.cite { font-size: .72rem; margin-left: .15rem; white-space: nowrap; }
 a.citation { color: var(--accent); text-decoration: none; border: 1px solid var(--line); border-radius: .6rem;
              padding: 0 .35rem; background: var(--soft); }
 a.citation:hover, a.citation:focus { text-decoration: underline; }
-.citation.unverified { border-style: dashed; }
 .unverified-mark { color: var(--warn); margin-left: .1rem; }
 .kind { font-weight: 600; }
 table { border-collapse: collapse; width: 100%; font-size: .95rem; }
@@ -59,22 +57,25 @@ def _e(text: str | None) -> str:
     return html.escape(text or "", quote=True)
 
 
-def html_cite(citation: Citation, note: int, lab: dict) -> str:
+def html_cite(citation: Citation, note: int) -> str:
     """A superscript citation labelled by the source's domain, linking to the
-    source; an unverified quote is marked."""
-    tip = f"[{note}] {citation.title}" + (f" — “{citation.quote}”" if citation.quote else "")
-    attrs = (f'class="citation{"" if citation.verified else " unverified"}" data-note="{note}" '
-             f'data-source-id="{_e(citation.source_id)}" data-verified="{str(citation.verified).lower()}" '
+    source, its verified quote as the tooltip."""
+    tip = f"[{note}] {citation.title}" + (f" — “{' '.join(citation.quote.split())}”" if citation.quote else "")
+    attrs = (f'class="citation" data-note="{note}" data-source-id="{_e(citation.source_id)}" '
              f'title="{_e(tip)}"')
     label = _e(citation.domain or citation.url)
     inner = (f'<a {attrs} href="{_e(citation.url)}" target="_blank" rel="noopener noreferrer">{label}</a>'
              if linkable(citation.url) else f"<span {attrs}>{label}</span>")
-    mark = "" if citation.verified else f'<span class="unverified-mark" title="{_e(lab["unverified"])}">?</span>'
-    return f'<sup class="cite">{inner}{mark}</sup>'
+    return f'<sup class="cite">{inner}</sup>'
 
 
-def html_cites(citations: Iterable[Citation], numbers: dict[str, int], lab: dict) -> str:
-    return "".join(html_cite(c, numbers[c.source_id], lab) for c in unique_citations(citations))
+def html_cites(citations: list[Citation], numbers: dict[str, int], lab: dict) -> str:
+    """The item's evidence; a quote not found in its source is not shown,
+    only marked (it is no evidence)."""
+    marks = "".join(html_cite(c, numbers[c.source_id]) for c in unique_citations(citations))
+    if unverified_count(citations):
+        marks += f'<span class="unverified-mark" data-verified="false">({_e(lab["unverified"])})</span>'
+    return marks
 
 
 def _html_findings(s: SynthesisResult, numbers: dict[str, int], lab: dict) -> str:

@@ -23,14 +23,19 @@ def linkable(url: str) -> bool:
 
 
 def unique_citations(citations: Iterable[Citation]) -> list[Citation]:
-    """One citation per source in an item (the first, i.e. the lead quote)."""
+    """The item's evidence: one verified citation per source (the first,
+    i.e. the lead quote). A quote not found in its source is no evidence."""
     seen: set[str] = set()
     out = []
     for c in citations:
-        if c.source_id not in seen:
+        if c.verified and c.source_id not in seen:
             seen.add(c.source_id)
             out.append(c)
     return out
+
+
+def unverified_count(citations: Iterable[Citation]) -> int:
+    return sum(1 for c in citations if not c.verified)
 
 
 def source_numbers(sources: Iterable[ReportSource]) -> dict[str, int]:

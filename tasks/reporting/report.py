@@ -28,7 +28,8 @@ from schemas.report import (
     ResearchReport,
     SynthesisResult,
 )
-from tasks.lake.catalog import Catalog
+from tasks.common.settings import Settings
+from tasks.lake.catalog import Catalog, open_catalog
 from tasks.lake.consolidation import UnknownTask
 from tasks.synthesis.labels import labels
 from tasks.lake.files import Lake, LakeWrite
@@ -42,8 +43,9 @@ from tasks.reporting.layout import (
     source_numbers,
     summary_items,
     unique_citations,
+    unverified_count,
 )
-from tasks.synthesis.synthesizer import synthesize_from_lake
+from tasks.synthesis.synthesizer import SynthesisInput, synthesis_input, synthesize_material
 
 FORMATS = {"md": "report.md", "html": "report.html", "json": "report.json"}
 
@@ -56,8 +58,9 @@ class ReportNotFound(UnknownTask):
 # -- numbering -----------------------------------------------------------------
 
 def note_numbers(synthesis: SynthesisResult) -> dict[str, int]:
-    """source_id → note number, in the order a reader meets the citations
-    (summary, findings by dimension, data points, contradictions and gaps)."""
+    """source_id → note number of each source a verified quote cites, in
+    the order a reader meets them (summary, findings by dimension, data
+    points, contradictions and gaps)."""
     numbers: dict[str, int] = {}
     insights = [*summary_items(synthesis), *(i for g in dimension_groups(synthesis).values() for i in g)]
     items = [*(synthesis.synthesized_insights[i] for i in insights), *synthesis.key_data_points,
@@ -68,10 +71,29 @@ def note_numbers(synthesis: SynthesisResult) -> dict[str, int]:
     return numbers
 
 
-def report_sources(synthesis: SynthesisResult, numbers: dict[str, int]) -> list[ReportSource]:
-    first = {}
+def numbered(synthesis: SynthesisResult) -> SynthesisResult:
+    """A copy of the synthesis with one numbering of its sources: cited
+    sources first, by note number, then the others in their order; every
+    citation's `source_number` is its source's number. report.md, .json
+    and .html all show these numbers."""
+    notes = note_numbers(synthesis)
+    numbers = dict(notes)
+    for ref in synthesis.sources:
+        numbers.setdefault(ref.source_id, len(numbers) + 1)
+    copy = synthesis.model_copy(deep=True)
+    copy.sources = sorted((r.model_copy(update={"number": numbers[r.source_id]}) for r in copy.sources),
+                          key=lambda r: r.number)
+    for citation in copy.all_citations():
+        citation.source_number = numbers.get(citation.source_id)
+    return copy
+
+
+def report_sources(synthesis: SynthesisResult) -> list[ReportSource]:
+    first: dict[str, Citation] = {}
     for c in synthesis.all_citations():
-        first.setdefault(c.source_id, c)
+        if c.verified:
+            first.setdefault(c.source_id, c)
+    numbers = note_numbers(synthesis)
     return [ReportSource(title=first[sid].title or first[sid].url, url=first[sid].url, noteIndex=n,
                          domain=first[sid].domain, sourceId=sid)
             for sid, n in sorted(numbers.items(), key=lambda kv: kv[1])]
@@ -92,11 +114,15 @@ def md_url(url: str) -> str:
     return "".join({" ": "%20", "(": "%28", ")": "%29", "<": "%3C", ">": "%3E"}.get(ch, ch) for ch in url.strip())
 
 
-def md_cites(citations: Iterable[Citation], numbers: dict[str, int]) -> str:
+def md_cites(citations: list[Citation], numbers: dict[str, int], lab: dict) -> str:
+    """The item's note marks ([n] linking to the source); a quote that was
+    not found in its source gets no number, only a warning mark."""
     marks = []
     for c in unique_citations(citations):
-        label = f"{numbers[c.source_id]}{'' if c.verified else '?'}"
-        marks.append(f"[\\[{label}\\]]({md_url(c.url)})" if linkable(c.url) else f"\\[{label}\\]")
+        n = numbers[c.source_id]
+        marks.append(f"[\\[{n}\\]]({md_url(c.url)})" if linkable(c.url) else f"\\[{n}\\]")
+    if unverified_count(citations):
+        marks.append(f"*({lab['unverified']})*")
     return (" " + " ".join(marks)) if marks else ""
 
 
@@ -106,7 +132,7 @@ def _md_findings(s: SynthesisResult, numbers: dict[str, int], lab: dict) -> list
         return lines + [lab["nothing"], ""]
     for dimension, indices in dimension_groups(s).items():
         lines += [f"### {md_text(dimension) if dimension else lab['general']}", ""]
-        lines += [f"- {md_text(s.synthesized_insights[i].text)}{md_cites(s.synthesized_insights[i].citations, numbers)}"
+        lines += [f"- {md_text(s.synthesized_insights[i].text)}{md_cites(s.synthesized_insights[i].citations, numbers, lab)}"
                   for i in indices]
         lines.append("")
     return lines
@@ -116,7 +142,7 @@ def _md_data(s: SynthesisResult, numbers: dict[str, int], lab: dict) -> list[str
     if not s.key_data_points:
         return []
     lines = [f"## {lab['data']}", "", f"| {lab['value']} | {lab['measure']} | {lab['cited']} |", "| --- | --- | --- |"]
-    lines += [f"| {md_text(figure(p.value, p.unit))} | {md_text(p.measure)} |{md_cites(p.citations, numbers)} |"
+    lines += [f"| {md_text(figure(p.value, p.unit))} | {md_text(p.measure)} |{md_cites(p.citations, numbers, lab)} |"
               for p in s.key_data_points]
     return lines + [""]
 
@@ -127,7 +153,7 @@ def _md_issues(s: SynthesisResult, numbers: dict[str, int], lab: dict) -> list[s
     lines = [f"## {lab['issues']}", ""]
     for item in s.contradictions_or_gaps:
         kind = lab["contradiction_kind" if item.kind == "contradiction" else "gap_kind"]
-        lines.append(f"- **{kind}**: {md_text(item.description)}{md_cites(item.citations, numbers)}")
+        lines.append(f"- **{kind}**: {md_text(item.description)}{md_cites(item.citations, numbers, lab)}")
     return lines + [""]
 
 
@@ -173,7 +199,7 @@ def render_markdown_text(s: SynthesisResult, b: ModelBlueprint | None, sources: 
              f"{lab['sources']}: {len(sources)}/{len(s.sources)}*", ""]
     lines += [f"## {lab['summary']}", ""]
     top = [s.synthesized_insights[i] for i in summary_items(s)]
-    lines += [f"- {md_text(i.text)}{md_cites(i.citations, numbers)}" for i in top] or [lab["nothing"]]
+    lines += [f"- {md_text(i.text)}{md_cites(i.citations, numbers, lab)}" for i in top] or [lab["nothing"]]
     lines.append("")
     lines += _md_findings(s, numbers, lab) + _md_data(s, numbers, lab) + _md_issues(s, numbers, lab)
     lines += _md_model(b, lab) + _md_sources(sources, lab)
@@ -208,8 +234,8 @@ def build_report(synthesis: SynthesisResult, blueprint: ModelBlueprint | None = 
     """The ResearchReport of a synthesis (and blueprint): markdown with
     numbered, linked citations, outline, cited sources, metadata."""
     started = time.monotonic()
-    numbers = note_numbers(synthesis)
-    sources = report_sources(synthesis, numbers)
+    synthesis = numbered(synthesis)
+    sources = report_sources(synthesis)
     citations = synthesis.all_citations()
     model_ms = blueprint.metadata.durationMs if blueprint else 0
     meta = ReportMetadata(
@@ -218,7 +244,7 @@ def build_report(synthesis: SynthesisResult, blueprint: ModelBlueprint | None = 
         generatedAt=(generated_at or datetime.now(timezone.utc)).isoformat(timespec="seconds"),
         sourceCount=len(synthesis.sources), citationCount=len(citations),
         unverifiedCount=sum(1 for c in citations if not c.verified),
-        insightCount=len(synthesis.synthesized_insights), noCitations=not citations,
+        insightCount=len(synthesis.synthesized_insights), noCitations=not sources,
         tokens=synthesis.tokens + (blueprint.metadata.tokens if blueprint else 0),
         warnings=[*synthesis.warnings, *(blueprint.metadata.warnings if blueprint else [])])
     markdown = render_markdown_text(synthesis, blueprint, sources, meta)
@@ -253,14 +279,40 @@ def _row(task_id: str, report: ResearchReport, synthesis: SynthesisResult, keys:
             meta.durationMs, meta.tokens]
 
 
+def citation_rows(task_id: str, report: ResearchReport) -> list[list]:
+    """The `report_citations` rows of a report: every quote it holds, with
+    its source's note number, where it lies in the source's stored text,
+    and the section it is in (insight, data_point, contradiction, gap,
+    model: a core driver's evidence)."""
+    synthesis = report.synthesis
+    if synthesis is None:
+        return []
+    numbers = source_numbers(report.sources)
+    fields = {ref.source_id: ref.text_field for ref in synthesis.sources}
+    sections: list[tuple[str, list]] = [
+        ("insight", [i.citations for i in synthesis.synthesized_insights]),
+        ("data_point", [p.citations for p in synthesis.key_data_points]),
+        *((item.kind, [item.citations]) for item in synthesis.contradictions_or_gaps),
+        ("model", [[d.evidence] if d.evidence else [] for d in (report.model.coreDrivers if report.model else [])]),
+    ]
+    rows = []
+    for section, items in sections:
+        for index, citations in enumerate(items):
+            rows += [[task_id, numbers.get(c.source_id) if c.verified else None, c.source_id, c.url, c.title,
+                      c.quote, c.start, c.end, c.verified, section, index, fields.get(c.source_id, "content_text")]
+                     for c in citations]
+    return rows
+
+
 def store_report(catalog: Catalog, task_id: str, report: ResearchReport, synthesis: SynthesisResult,
                  blueprint: ModelBlueprint | None) -> dict[str, str]:
-    """Stage report.md/.json/.html and record the task's `reports` row in one
-    commit: readers see the old report or the new one, never a mix."""
+    """Stage report.md/.json/.html and record the task's `reports` row and
+    `report_citations` rows in one commit: readers see the old report or the
+    new one, never a mix."""
     if report.synthesis is None or report.model is None:
         # report.json should carry its evidence even if the caller built the
         # report by hand; don't mutate the caller's object.
-        report = report.model_copy(update={"synthesis": report.synthesis or synthesis,
+        report = report.model_copy(update={"synthesis": report.synthesis or numbered(synthesis),
                                            "model": report.model or blueprint})
     keys = report_keys(task_id)
     write = LakeWrite(catalog.lake)
@@ -270,7 +322,10 @@ def store_report(catalog: Catalog, task_id: str, report: ResearchReport, synthes
 
     def record(cat: Catalog) -> None:
         cat.run("report_delete", [task_id])
-        cat.run("report_insert", _row(task_id, report, synthesis, keys))
+        cat.run("report_insert", _row(task_id, report, report.synthesis, keys))
+        cat.run("report_citation_delete", [task_id])
+        for row in citation_rows(task_id, report):
+            cat.run("report_citation_insert", row)
 
     catalog.commit_write(write, record)
     return keys
@@ -293,15 +348,29 @@ def load_report(catalog: Catalog, task_id: str, fmt: str = "md") -> str:
 class PublishedReport:
     report: ResearchReport
     keys: dict[str, str]
+    uris: dict[str, str]
 
 
-def publish_report(catalog: Catalog, task_id: str, plan: dict | None = None, *, question: str | None = None,
-                llm: LLMConfig | None = None, client: httpx.Client | None = None,
-                source_ids: list[str] | None = None) -> PublishedReport:
-    """synthesize → model → report → publish, for one consolidated task
-    (restricted to `source_ids` when a governed run selected them)."""
-    synthesis = synthesize_from_lake(catalog, task_id, plan, question=question, llm=llm, client=client,
-                                source_ids=source_ids)
+def compose_report(material: SynthesisInput, *, llm: LLMConfig | None = None,
+                   client: httpx.Client | None = None) -> tuple[ResearchReport, SynthesisResult, ModelBlueprint]:
+    """synthesize → model → report, from material already read from the
+    lake: no catalog is open while a model may be called."""
+    synthesis = synthesize_material(material, llm=llm, client=client)
     blueprint = build_blueprint(synthesis, llm=llm, client=client)
-    report = build_report(synthesis, blueprint, task_id=task_id)
-    return PublishedReport(report, store_report(catalog, task_id, report, synthesis, blueprint))
+    return build_report(synthesis, blueprint, task_id=material.task_id), synthesis, blueprint
+
+
+def publish_report(settings: Settings, task_id: str, plan: dict | None = None, *, question: str | None = None,
+                   llm: LLMConfig | None = None, client: httpx.Client | None = None,
+                   source_ids: list[str] | None = None, purpose: str = "report") -> PublishedReport:
+    """The report step of one consolidated task (restricted to `source_ids`
+    when a governed run selected them): read its sources in one short
+    catalog session, release the catalog while synthesis and modeling run
+    (they may call a model), then record the report in a second session."""
+    with open_catalog(settings, f"{purpose}: read sources", read_only=True) as catalog:
+        material = synthesis_input(catalog, task_id, plan, question=question, source_ids=source_ids)
+    report, synthesis, blueprint = compose_report(material, llm=llm, client=client)
+    with open_catalog(settings, f"{purpose}: store") as catalog:
+        keys = store_report(catalog, task_id, report, synthesis, blueprint)
+        uris = {name: catalog.lake.uri(key) for name, key in keys.items()}
+    return PublishedReport(report, keys, uris)

@@ -14,8 +14,9 @@ our own network. Hence:
   so a DNS answer that changes between check and connect cannot slip in a
   private address; https relies on certificate checking for the same
   guarantee (an internal server has no certificate for the attacker's name);
-- the body is streamed and capped (5 MB, decoded), and the whole fetch has a
-  deadline, so a slow or endless body cannot hold a worker.
+- the body is streamed and capped (5 MB, decoded), and the whole fetch
+  (connect, headers, body, every redirect) has one deadline, so a server
+  trickling headers or an endless body cannot hold a worker.
 
 Failures raise RemoteError: blocked, timeout, network, http_<status>,
 not_html, too_large, too_many_redirects.
@@ -26,15 +27,15 @@ from __future__ import annotations
 import ipaddress
 import logging
 import socket
-import time
 from collections.abc import Callable, Iterable
+from contextlib import closing
 from dataclasses import dataclass
 from urllib.parse import urljoin
 
 import httpx
 
 from tasks.common.settings import Settings
-from tasks.common.http import safe_url
+from tasks.common.http import call, deadline, redact, safe_url, scrub, status_error
 from tasks.common.errors import RemoteError
 
 log = logging.getLogger(__name__)
@@ -78,31 +79,54 @@ def fetch_content(
     max_bytes: int = MAX_BYTES,
 ) -> FetchedPage:
     """GET `url` (following up to 5 checked redirects) and extract its main text,
-    truncated to settings.content_max_chars."""
+    truncated to settings.content_max_chars. The whole fetch — every hop's
+    connect, headers and body, and a retry — ends within fetch_deadline(settings)."""
     allowed = frozenset(h.lower() for h in allow_hosts)
     resolve = resolver or resolve_host
-    deadline = time.monotonic() + 2 * settings.http_timeout
     current = url
     try:
-        for _ in range(MAX_REDIRECTS + 1):
-            target = _vet(current, settings, allowed, resolve)
-            with client.stream("GET", target.url, headers=target.headers, follow_redirects=False) as response:
-                if response.is_redirect:
-                    current = _next_hop(current, response)
-                    continue
-                body = _read_body(response, current, max_bytes, deadline)
-                status = response.status_code
-            # Extract after the connection went back to the pool.
-            text = extract_text(body, current)[: settings.content_max_chars]
-            return FetchedPage(text=text, http_status=status, final_url=current)
+        with deadline(fetch_deadline(settings)):
+            for _ in range(MAX_REDIRECTS + 1):
+                target = _vet(current, settings, allowed, resolve)
+                with closing(_get(client, target, current, settings)) as response:
+                    if response.is_redirect:
+                        current = _next_hop(current, response)
+                        continue
+                    body = _read_body(response, current, max_bytes)
+                    status = response.status_code
+                # Extract after the connection went back to the pool.
+                text = scrub(extract_text(body, current))[: settings.content_max_chars]
+                return FetchedPage(text=text, http_status=status, final_url=current)
     except httpx.InvalidURL:
         # httpx parses a redirect's Location itself, before we can vet it.
         raise RemoteError("blocked", f"fetch {safe_url(current)}: redirect to an unusable URL") from None
-    except httpx.TimeoutException:
-        raise RemoteError("timeout", f"fetch {safe_url(current)}: timed out") from None
+    except httpx.TimeoutException:  # the body, read after the shared path handed the response over
+        raise RemoteError("timeout", f"fetch {safe_url(current)}: no complete page within "
+                                     f"{fetch_deadline(settings):g} s (timeout)") from None
     except httpx.HTTPError as exc:
-        raise RemoteError("network", f"fetch {safe_url(current)}: {type(exc).__name__}: {exc}") from None
+        raise RemoteError("network", f"fetch {safe_url(current)}: {type(exc).__name__}: {redact(str(exc))}") from None
     raise RemoteError("too_many_redirects", f"fetch {safe_url(url)}: more than {MAX_REDIRECTS} redirects")
+
+
+def fetch_deadline(settings: Settings) -> float:
+    """One deadline for a whole fetch, redirects and retry included."""
+    return 2 * settings.http_timeout
+
+
+def _get(client: httpx.Client, target: "_Target", url: str, settings: Settings) -> httpx.Response:
+    """One hop through the shared HTTP path, body left unread; a redirect or
+    a 4xx is the fetcher's to handle, 429/5xx and timeouts are retried."""
+    def answer(response: httpx.Response) -> httpx.Response:
+        if response.status_code == 429 or response.status_code >= 500:
+            raise status_error(response)
+        return response
+
+    try:
+        return call(client, "GET", target.url, headers=target.headers, read=answer, stream=True,
+                    retries=settings.http_retries)
+    except RemoteError as exc:  # named by the page's URL, not the pinned address
+        raise RemoteError(exc.code, f"fetch {safe_url(url)}: {exc.reason}", http_status=exc.http_status,
+                          reason=exc.reason) from None
 
 
 # -- address checks -----------------------------------------------------------
@@ -184,7 +208,7 @@ def _next_hop(current: str, response: httpx.Response) -> str:
     return urljoin(current, location)
 
 
-def _read_body(response: httpx.Response, url: str, max_bytes: int, deadline: float) -> str | bytes:
+def _read_body(response: httpx.Response, url: str, max_bytes: int) -> str | bytes:
     """The body, as text when the charset is declared, else bytes for the
     extractor to sniff (pages often declare it only in a <meta> tag)."""
     status = response.status_code
@@ -201,8 +225,6 @@ def _read_body(response: httpx.Response, url: str, max_bytes: int, deadline: flo
         size += len(chunk)
         if size > max_bytes:
             raise RemoteError("too_large", f"fetch {safe_url(url)}: over {max_bytes} bytes", http_status=status)
-        if time.monotonic() > deadline:
-            raise RemoteError("timeout", f"fetch {safe_url(url)}: body too slow", http_status=status)
         chunks.append(chunk)
     body = b"".join(chunks)
     charset = response.charset_encoding

@@ -2,8 +2,8 @@
 
 score_relevance
     The provider's own score (`Hit.provider_score`, clamped to [0, 1]) when it
-    has one. Otherwise lexical: Q = the query's distinct terms (lower-cased
-    words without stopwords, plural/-ing/-ed endings folded; CJK runs as
+    has one. Otherwise lexical: Q = the query's distinct terms
+    (tasks/common/text.py term_set: stopwords out, Porter-stemmed; CJK runs as
     character bigrams, so Chinese works without a segmenter), T = the title's
     terms, S = the snippet's terms (the start of content_text when there is
     no snippet):
@@ -46,12 +46,7 @@ Every number above lives in `ScoringConfig`; SEARCHLAKE_SCORING_FILE (JSON) chan
 from __future__ import annotations
 
 import ipaddress
-import json
-import re
-import unicodedata
 from dataclasses import dataclass, field
-from functools import lru_cache
-from pathlib import Path
 from datetime import date, datetime, timezone
 from types import MappingProxyType
 from typing import Mapping
@@ -59,7 +54,7 @@ from typing import Mapping
 from schemas.urls import domain_of, url_scheme
 from tasks.common.settings import Settings
 from tasks.retrieval.providers.base import Hit
-from tasks.common.text import CJK_CHARS, CJK_RUN, cjk_bigrams
+from tasks.common.text import term_set
 
 
 @dataclass(frozen=True)
@@ -131,54 +126,12 @@ def clamp(value: float) -> float:
 
 # -- relevance ------------------------------------------------------------------
 
-# Words in any script; CJK runs separately, since they carry no spaces.
-_TOKEN = re.compile(rf"[{CJK_CHARS}]+|(?:(?![{CJK_CHARS}])[^\W_])+")
-STOPWORDS = frozenset(
-    """a about an and are as at be been but by can could did do does for from had has have how i if in
-    into is it its me my not of on or our so than that the their them then there these they this to
-    was we were what when where which who whom why will with would you your vs versus""".split()
-)
-
-
-def terms(text: str | None) -> set[str]:
-    """Distinct content terms: words (any script, case-folded) without
-    stopwords, endings folded so 'managers' meets 'manager'; CJK runs as
-    overlapping character bigrams."""
-    if not text:
-        return set()
-    found: set[str] = set()
-    for token in _TOKEN.findall(unicodedata.normalize("NFKC", text).casefold()):
-        if CJK_RUN.match(token):
-            found.update(cjk_bigrams(token))
-        elif token not in STOPWORDS:
-            found.add(_fold(token))
-    return found
-
-
-def _fold(word: str) -> str:
-    """A light stemmer: enough to match plural and verb forms, rarely a
-    different word (unlike Porter, 'general' and 'generator' stay apart)."""
-    if not word.isascii() or len(word) <= 4:
-        return word
-    for suffix, keep in (("ies", "y"), ("sses", "ss"), ("xes", "x"), ("ches", "ch"), ("shes", "sh"),
-                         ("ing", ""), ("ed", ""), ("s", "")):
-        if (word.endswith(suffix) and len(word) - len(suffix) >= (2 if suffix.endswith("es") else 3)
-                and not (suffix == "s" and word.endswith("ss"))):
-            word = word[: len(word) - len(suffix)] + keep
-            # running -> run, stopped -> stop
-            if suffix in ("ing", "ed") and word[-1] == word[-2] and word[-1] not in "lsz":
-                word = word[:-1]
-            break
-    # create / created / creating all become "creat"
-    return word[:-1] if word.endswith("e") and len(word) > 4 else word
-
-
 def lexical_relevance(query: str, title: str | None, snippet: str | None) -> float:
-    wanted = terms(query)
+    wanted = term_set(query)
     if not wanted:
         return 0.5
-    in_title = wanted & terms(title)
-    anywhere = in_title | (wanted & terms(snippet))
+    in_title = wanted & term_set(title)
+    anywhere = in_title | (wanted & term_set(snippet))
     return clamp(0.75 * len(anywhere) / len(wanted) + 0.25 * len(in_title) / len(wanted))
 
 
@@ -269,35 +222,23 @@ def score_final(relevance: float, freshness: float, authority: float, settings: 
     return clamp((weights[0] * relevance + weights[1] * freshness + weights[2] * authority) / total)
 
 
-def scoring_config(path: Path | None) -> ScoringConfig:
-    """The defaults, changed by a JSON file (SEARCHLAKE_SCORING_FILE) such as
-    {"domains": {"example.org": 0.9}, "windows": {"news": {"full_days": 180,
-    "zero_days": 365}, "academic": {"since": "2018-01-01"}}, "default_authority": 0.4}:
+def scoring_config(settings: Settings) -> ScoringConfig:
+    """The defaults, changed by the scoring file (SEARCHLAKE_SCORING_FILE):
     listed domains are added to (or override) the built-in list."""
-    if path is None:
+    changes = settings.scoring_overrides()
+    if changes is None:
         return DEFAULT_CONFIG
-    return _config_from_file(str(path))
-
-
-@lru_cache(maxsize=8)
-def _config_from_file(path: str) -> ScoringConfig:
-    try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-        windows = {**DEFAULT_WINDOWS, **{
-            intent: FreshnessWindow(full_days=float(w.get("full_days", 365)), zero_days=float(w.get("zero_days", 730)),
-                                    since=date.fromisoformat(w["since"]) if w.get("since") else None)
-            for intent, w in doc.pop("windows", {}).items()}}
-        domains = {**DEFAULT_DOMAINS, **{host.lower(): float(v) for host, v in doc.pop("domains", {}).items()}}
-        return ScoringConfig(windows=MappingProxyType(windows), domains=MappingProxyType(domains),
-                             **{k: float(v) for k, v in doc.items()})
-    except (OSError, ValueError, TypeError, AttributeError, KeyError) as exc:
-        raise ValueError(f"scoring file {path}: {exc}") from None
+    windows = {**DEFAULT_WINDOWS, **{intent: FreshnessWindow(w.full_days, w.zero_days, w.since)
+                                     for intent, w in changes.windows.items()}}
+    domains = {**DEFAULT_DOMAINS, **{host.lower(): score for host, score in changes.domains.items()}}
+    return ScoringConfig(windows=MappingProxyType(windows), domains=MappingProxyType(domains),
+                         **changes.changed_scores())
 
 
 def score_hit(query: str, hit: Hit, intent: str, settings: Settings, now: datetime | None = None,
               config: ScoringConfig | None = None) -> dict[str, float]:
     """The four scores of one hit, keyed as SearchResultItem's fields."""
-    config = config or scoring_config(settings.scoring_file)
+    config = config or scoring_config(settings)
     now = now or datetime.now(timezone.utc)
     relevance = score_relevance(query, hit)
     freshness = score_freshness(hit.published_at, intent, now, config)

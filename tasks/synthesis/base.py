@@ -11,7 +11,9 @@ from functools import cached_property
 from schemas.report import Citation, ContradictionOrGap, SourceRef, SynthesisResult
 from schemas.urls import domain_of, url_scheme
 from tasks.synthesis.labels import labels
-from tasks.synthesis.passages import clip, fold, quote_occurs
+from urllib.parse import urlsplit
+
+from tasks.synthesis.passages import clip, locate
 
 
 @dataclass
@@ -31,27 +33,47 @@ class Source:
     def domain(self) -> str:
         return source_label(self.url)
 
-    @cached_property
-    def body(self) -> str:
-        """Snippet and page text; the snippet is dropped when the page text
-        already contains it, so a sentence is not read twice."""
-        snippet, content = (self.snippet or "").strip(), (self.content_text or "").strip()
-        if snippet and content and fold(snippet) in fold(content):
-            return content
-        return "\n\n".join(p for p in (snippet, content) if p)
+    @property
+    def text_field(self) -> str:
+        """Which stored field quotes come from: the lake's `content_text`, or
+        the snippet for a source the lake holds no text for."""
+        return "content_text" if (self.content_text or "").strip() else "snippet"
+
+    @property
+    def text(self) -> str:
+        """The text quotes are taken from and checked against: exactly what
+        the lake stores for this source (never the title), so every quote
+        can be checked from the lake alone."""
+        return self.content_text if self.text_field == "content_text" else (self.snippet or "")
 
     @cached_property
-    def quotable(self) -> str:
-        """Everything a quote may be taken from: the title and the body."""
-        return f"{self.title or ''}\n{self.body}"
+    def document(self) -> str:
+        """The document this source is a view of: its URL without query or
+        fragment. Two sources of one page (the default corpus's overlapping
+        topics of one docs.python.org page) are one document."""
+        return document_key(self.url)
 
     def ref(self) -> SourceRef:
         return SourceRef(number=self.number, source_id=self.source_id, url=self.url,
-                         title=self.title or "", domain=self.domain)
+                         title=self.title or "", domain=self.domain, text_field=self.text_field)
 
-    def cite(self, quote: str) -> Citation:
+    def cite(self, start: int, end: int) -> Citation:
+        """A citation of text[start:end], verbatim."""
+        return Citation(source_id=self.source_id, url=self.url, title=self.title or "", quote=self.text[start:end],
+                        domain=self.domain, source_number=self.number, start=start, end=end)
+
+    def cite_quote(self, quote: str) -> Citation:
+        """A citation of a quote someone else chose (a model); unchecked until
+        `verify_citations`."""
         return Citation(source_id=self.source_id, url=self.url, title=self.title or "", quote=quote,
                         domain=self.domain, source_number=self.number)
+
+
+def document_key(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme in ("http", "https"):
+        return f"{parts.scheme}://{parts.netloc.casefold().removeprefix('www.')}{parts.path.rstrip('/')}"
+    return url.split("#", 1)[0]
 
 
 def source_label(url: str) -> str:
@@ -80,16 +102,23 @@ def plan_dimensions(plan: dict | None) -> list[str]:
 # -- finishing: verification and citability ---------------------------------------
 
 def verify_citations(result: SynthesisResult, sources: list[Source]) -> SynthesisResult:
-    """Mark each citation verified when its quote occurs in the cited source."""
+    """Mark each citation verified when its quote occurs in the cited
+    source's stored text; a verified quote becomes that text's own words at
+    [start, end), so the lake alone proves it. An unverified one loses its
+    offsets and is reported in `warnings`."""
     by_id = {s.source_id: s for s in sources}
     for citation in result.all_citations():
         source = by_id.get(citation.source_id)
-        citation.verified = bool(source) and quote_occurs(citation.quote, source.quotable)
-        if not citation.verified:
+        span = locate(citation.quote, source.text) if source else None
+        citation.verified = span is not None
+        if span is not None:
+            citation.start, citation.end = span
+            citation.quote = source.text[span[0]:span[1]]
+        else:
+            citation.start = citation.end = None
             shown = clip(citation.quote, 80) or "(empty quote)"
-            result.warnings.append(
-                f"unverified citation: the quote “{shown}” was not found in source "
-                f"S{citation.source_number} ({citation.domain})")
+            result.warnings.append(f"unverified citation: the quote “{shown}” was not found in the text of "
+                                   f"{citation.domain or citation.url}; it is not shown as evidence")
     return result
 
 

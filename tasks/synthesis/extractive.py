@@ -1,8 +1,22 @@
-"""The extractive synthesizer (the default, no model): ranks the sources'
-sentences against the question and the plan's key dimensions with BM25,
-groups them by dimension, merges near-identical passages (a repeat in
-another source becomes a corroborating citation), quotes passages
-verbatim, and reads figures for key data points and contradictions."""
+"""The extractive synthesizer (the default, no model).
+
+It quotes the sentences of the sources that answer the question:
+- candidates are prose sentences of each source's stored text (never its
+  title, a heading or a code line), quoted verbatim with their offsets;
+- a sentence must cover at least 40% of the question's content-term
+  weight (idf over the sentences; see tasks/synthesis/focus.py), so a
+  sentence sharing one common word with the question is never quoted;
+- eligible sentences are ranked by that coverage, BM25, the question's word
+  pairs and the source's rank, and picked with maximal marginal relevance
+  (relevance against similarity to what is already picked) after the best
+  sentence of each aspect of the question;
+- near-identical sentences in other documents corroborate; two sources of
+  one document (one page) count once;
+- figures become key data points only when they are measures (a number, a
+  unit, the words it measures) in such a sentence;
+- when no sentence covers the question, or an aspect of it, the report says
+  so as a gap instead of quoting noise.
+"""
 
 from __future__ import annotations
 
@@ -11,153 +25,202 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from schemas.report import ContradictionOrGap, Insight, KeyDataPoint, SynthesisResult
+from tasks.synthesis.base import Source, finish, no_sources_result, plan_dimensions
+from tasks.synthesis.focus import Aspect, Focus, aspects, question_pairs, words
 from tasks.synthesis.labels import detect_language, labels
 from tasks.synthesis.passages import (
     BM25,
     Figure,
     clip,
     figures,
+    fold,
     has_cjk,
     jaccard,
     near_duplicate,
-    sentences,
+    sentence_spans,
     tokens,
     weight_len,
 )
-from tasks.synthesis.base import Source, finish, no_sources_result, plan_dimensions
+
+# -- candidate sentences -------------------------------------------------------------
+
+_CODE_MARKS = ("::=", ">>>", "{", "}", " == ", " = ", "->", "$ ")
+_ENDS_SENTENCE = re.compile(r"[.!?\u3002\uff01\uff1f][\"'\u201d\u2019)\]]*$")
 
 
-def _topic(plan: dict | None) -> str:
-    """The plan's interpreted topic: passages are ranked against it together with the question."""
-    summary = (plan or {}).get("search_summary")
-    topic = summary.get("interpreted_topic") if isinstance(summary, dict) else None
-    return topic if isinstance(topic, str) else ""
+_FRAGMENT_START = re.compile(r"^[a-z]+\b(?![.(_])")
 
 
-# -- passages and insights ------------------------------------------------------------
+def is_prose(sentence: str, min_len: int = 25, min_letters: float = 0.7) -> bool:
+    """A sentence a reader can quote: it ends like a sentence, is mostly
+    words (not a grammar rule, code or a table row) and does not begin in
+    the middle of another sentence."""
+    flat = " ".join(sentence.split())
+    if weight_len(flat) < min_len or not _ENDS_SENTENCE.search(flat) or any(m in flat for m in _CODE_MARKS):
+        return False
+    if sum(ch.isalpha() or ch.isspace() for ch in flat) < min_letters * len(flat):
+        return False
+    if has_cjk(flat):
+        return True
+    # A plain lower-case word opens the rest of a sentence ("however, ..."),
+    # while a name in code may ("pyproject.toml is ...").
+    return len(flat.split()) >= 4 and not _FRAGMENT_START.match(flat)
+
 
 @dataclass
-class _Passage:
+class _Sentence:
     source: Source
-    text: str
+    start: int
+    end: int        # end of the quoted part (a long sentence is quoted up to a word bound)
+    full_end: int   # end of the sentence
     terms: list[str]
+
+    @property
+    def text(self) -> str:
+        return self.source.text[self.start:self.end]
+
+    @property
+    def clipped(self) -> bool:
+        return self.end < self.full_end
 
     @cached_property
     def termset(self) -> frozenset[str]:
         return frozenset(self.terms)
 
-
-@dataclass
-class _Cluster:
-    """A passage and its near-duplicates in other sources."""
-
-    lead: _Passage
-    index: int
-    members: list[_Passage] = field(default_factory=list)
-
-    def sources(self) -> set[str]:
-        return {self.lead.source.source_id, *(m.source.source_id for m in self.members)}
+    @cached_property
+    def phrase_text(self) -> str:
+        return f" {' '.join(words(self.text))} "
 
 
 @dataclass(frozen=True)
 class ExtractiveOptions:
-    max_insights: int = 12
-    per_dimension: int = 3
-    general_with_dimensions: int = 3
+    max_insights: int = 8
+    per_document: int = 2
     max_data_points: int = 10
     max_contradictions: int = 5
-    passage_chars: int = 400
-    passages_per_source: int = 400
-    min_passage_len: int = 20  # weighted length (CJK counts twice)
+    quote_chars: int = 400
+    sentences_per_source: int = 600
+    min_coverage: float = 0.4   # share of the question's term weight a quoted sentence must hold
+    diversity: float = 0.3      # MMR: weight of similarity to what is already picked
+    pool: int = 300
 
 
-def _passages(sources: list[Source], opts: ExtractiveOptions) -> list[_Passage]:
+def _sentences(sources: list[Source], opts: ExtractiveOptions) -> list[_Sentence]:
     out = []
     for source in sources:
-        for sentence in sentences(source.body)[:opts.passages_per_source]:
-            text = clip(sentence, opts.passage_chars)
-            terms = tokens(text)
-            if weight_len(text) >= opts.min_passage_len and len(terms) >= 3:
-                out.append(_Passage(source, text, terms))
+        text, title = source.text, fold(source.title)
+        for start, end in sentence_spans(text)[:opts.sentences_per_source]:
+            sentence = text[start:end]
+            if not is_prose(sentence) or fold(sentence) == title:
+                continue
+            quoted = start + len(clip(sentence, opts.quote_chars))
+            terms = tokens(sentence)
+            if len(terms) >= 3:
+                out.append(_Sentence(source, start, quoted, end, terms))
     return out
 
 
-def _prior(scores: list[float], passages: list[_Passage]) -> list[float]:
-    # Consolidation already ranked the sources; let that rank break near-ties.
-    return [s * (1 + 0.5 * p.source.score) for s, p in zip(scores, passages)]
+# -- relevance -----------------------------------------------------------------------
+
+@dataclass
+class _Finding:
+    """A sentence and the near-identical sentences of other documents."""
+
+    lead: _Sentence
+    relevance: float
+    members: list[_Sentence] = field(default_factory=list)
+
+    def documents(self) -> set[str]:
+        return {self.lead.source.document, *(m.source.document for m in self.members)}
 
 
-def _lead_relevance(passages: list[_Passage]) -> list[float]:
-    """Relevance when nothing matches the question lexically (e.g. a Chinese
-    question over English pages): the first two passages of each source,
-    in source rank order; the search engines judged these sources relevant."""
-    seen: dict[str, int] = {}
+def _relevance(sentences: list[_Sentence], question: str, aspect_list: list[Aspect], focus: Focus,
+               opts: ExtractiveOptions) -> list[float]:
+    """Relevance of each sentence to the question, 0 for one that covers
+    neither enough of the question nor all of a sufficient aspect of it:
+    coverage + BM25 (scaled to the best) + the question's word pairs it
+    repeats + the source's consolidated score."""
+    bm25 = BM25([s.terms for s in sentences]).scores(focus.terms)
+    best = max(bm25, default=0.0) or 1.0
+    pairs = question_pairs(question)
+    whole = [list(a.terms) for a in aspect_list if a.sufficient]
     out = []
-    for p in passages:
-        seen[p.source.source_id] = seen.get(p.source.source_id, 0) + 1
-        out.append(1.0 / p.source.number if seen[p.source.source_id] <= 2 else 0.0)
+    for s, b in zip(sentences, bm25):
+        coverage = focus.coverage(s.termset)
+        if coverage < opts.min_coverage and any(set(terms) <= s.termset for terms in whole):
+            coverage = opts.min_coverage
+        if coverage < opts.min_coverage:
+            out.append(0.0)
+            continue
+        hits = sum(1 for p in pairs if f" {p} " in s.phrase_text)
+        out.append(coverage + 0.3 * b / best + 0.15 * min(2, hits) + 0.1 * s.source.score)
     return out
 
 
-def _cluster(passages: list[_Passage], relevance: list[float], pool: int = 300) -> list[_Cluster]:
-    """Group the most relevant passages into near-duplicate clusters; a
-    repeat inside one source is dropped, one in another source corroborates."""
+def _findings(sentences: list[_Sentence], relevance: list[float], pool: int) -> list[_Finding]:
+    """The most relevant sentences, near-duplicates merged: a repeat in the
+    same document is dropped, one in another document corroborates."""
     order = sorted((i for i, r in enumerate(relevance) if r > 0), key=lambda i: -relevance[i])[:pool]
-    clusters: list[_Cluster] = []
+    found: list[_Finding] = []
     for i in order:
-        p = passages[i]
-        home = next((c for c in clusters if near_duplicate(c.lead.termset, p.termset)), None)
+        s = sentences[i]
+        home = next((f for f in found if near_duplicate(f.lead.termset, s.termset)), None)
         if home is None:
-            clusters.append(_Cluster(p, i))
-        elif p.source.source_id not in home.sources():
-            home.members.append(p)
-    return clusters
+            found.append(_Finding(s, relevance[i]))
+        elif s.source.document not in home.documents():
+            home.members.append(s)
+    return found
 
 
-def _frame(cluster: _Cluster, lab: dict[str, str]) -> str:
-    domain = cluster.lead.source.domain
-    if not cluster.members:
-        return lab["says_one"].format(domain=domain, quote=cluster.lead.text)
-    n = len(cluster.members)
-    return lab["says_many"].format(domain=domain, others=n, count=n + 1, quote=cluster.lead.text)
+def _aspect_of(finding: _Finding, aspect_list: list[Aspect], focus: Focus) -> Aspect | None:
+    """The aspect a finding speaks to most (the first on a tie); None when
+    it covers no aspect's terms."""
+    scored = [(focus.coverage(finding.lead.termset, list(a.terms)), -n, a) for n, a in enumerate(aspect_list)]
+    best = max(scored, key=lambda x: x[:2], default=None)
+    return best[2] if best and best[0] >= 0.5 else None
 
 
-def _insight(cluster: _Cluster, dimension: str | None, lab: dict[str, str]) -> Insight:
-    passages = [cluster.lead, *cluster.members]
-    return Insight(text=_frame(cluster, lab), dimension=dimension,
-                   citations=[p.source.cite(p.text) for p in passages])
+def _pick(found: list[_Finding], aspect_list: list[Aspect], focus: Focus, opts: ExtractiveOptions) -> list[_Finding]:
+    """The best finding of each aspect, then maximal marginal relevance:
+    each next pick is the most relevant finding least like those picked, at
+    most `per_document` led by one document."""
+    chosen: list[_Finding] = []
+    per_doc: dict[str, int] = {}
 
+    def take(f: _Finding) -> None:
+        chosen.append(f)
+        per_doc[f.lead.source.document] = per_doc.get(f.lead.source.document, 0) + 1
 
-def _take(ranked: list[_Cluster], limit: int, used: set[int], per_source: int = 2) -> list[_Cluster]:
-    """The best `limit` unused clusters, at most `per_source` led by one source
-    (so one long page cannot fill a dimension)."""
-    taken: list[_Cluster] = []
-    counts: dict[str, int] = {}
-    for cluster in ranked:
-        sid = cluster.lead.source.source_id
-        if len(taken) >= limit:
+    def open_(f: _Finding) -> bool:
+        return f not in chosen and per_doc.get(f.lead.source.document, 0) < opts.per_document
+
+    for aspect in aspect_list:
+        best = next((f for f in found if open_(f) and _aspect_of(f, aspect_list, focus) == aspect), None)
+        if best is not None and len(chosen) < opts.max_insights:
+            take(best)
+    top = max((f.relevance for f in found), default=1.0) or 1.0
+    while len(chosen) < opts.max_insights:
+        candidates = [f for f in found if open_(f)]
+        if not candidates:
             break
-        if cluster.index in used or counts.get(sid, 0) >= per_source:
-            continue
-        taken.append(cluster)
-        counts[sid] = counts.get(sid, 0) + 1
-        used.add(cluster.index)
-    return taken
+        take(max(candidates, key=lambda f: (1 - opts.diversity) * f.relevance / top - opts.diversity * max(
+            (jaccard(f.lead.termset, c.lead.termset) for c in chosen), default=0.0)))
+    return sorted(chosen, key=lambda f: -f.relevance)
 
 
-def _pick_insights(clusters: list[_Cluster], q_scores: list[float], dim_scores: dict[str, list[float]],
-                   opts: ExtractiveOptions, lab: dict[str, str]) -> list[Insight]:
-    used: set[int] = set()
-    insights: list[Insight] = []
-    for dim, scores in dim_scores.items():
-        ranked = sorted((c for c in clusters if scores[c.index] > 0),
-                        key=lambda c: -(scores[c.index] + 0.3 * q_scores[c.index]))
-        insights += [_insight(c, dim, lab) for c in _take(ranked, opts.per_dimension, used)]
-    room = opts.max_insights - len(insights)
-    general = opts.general_with_dimensions if dim_scores else opts.max_insights
-    ranked = sorted((c for c in clusters if q_scores[c.index] > 0), key=lambda c: -q_scores[c.index])
-    insights += [_insight(c, None, lab) for c in _take(ranked, max(0, min(room, general)), used)]
-    return insights[:opts.max_insights]
+def _shown_quote(s: _Sentence) -> str:
+    """The quote as the report shows it: one line, an ellipsis where the
+    sentence goes on (the citation keeps the verbatim words only)."""
+    return " ".join(s.text.split()) + (" …" if s.clipped else "")
+
+
+def _insight(finding: _Finding, aspect: Aspect | None, lab: dict[str, str]) -> Insight:
+    domain, quote = finding.lead.source.domain, _shown_quote(finding.lead)
+    others = len(finding.documents()) - 1
+    text = (lab["says_many"].format(domain=domain, others=others, count=others + 1, quote=quote) if others
+            else lab["says_one"].format(domain=domain, quote=quote))
+    return Insight(text=text, dimension=aspect.label if aspect else None,
+                   citations=[s.source.cite(s.start, s.end) for s in [finding.lead, *finding.members]])
 
 
 # -- key data points and contradictions ---------------------------------------------
@@ -165,9 +228,9 @@ def _pick_insights(clusters: list[_Cluster], q_scores: list[float], dim_scores: 
 @dataclass
 class _Point:
     figure: Figure
-    passage: _Passage
+    sentence: _Sentence
     relevance: float
-    corroborating: list[_Passage] = field(default_factory=list)
+    corroborating: list[_Sentence] = field(default_factory=list)
 
     @cached_property
     def measure_terms(self) -> frozenset[str]:
@@ -177,46 +240,50 @@ class _Point:
         return (self.figure.base_unit == other.figure.base_unit
                 and jaccard(self.measure_terms, other.measure_terms) >= 0.5)
 
+    def documents(self) -> set[str]:
+        return {self.sentence.source.document, *(c.source.document for c in self.corroborating)}
 
-def _points(passages: list[_Passage], relevance: list[float]) -> list[_Point]:
-    """Figures of the relevant passages; the same figure for the same measure
-    from another source corroborates instead of repeating."""
+
+def _points(sentences: list[_Sentence], relevance: list[float]) -> list[_Point]:
+    """Measures in the relevant sentences; the same figure for the same
+    measure in another document corroborates instead of repeating."""
     points: list[_Point] = []
     by_figure: dict[tuple[str, float], list[_Point]] = {}  # twins share unit and value
-    for p, r in sorted(zip(passages, relevance), key=lambda pr: -pr[1]):
+    for s, r in sorted(zip(sentences, relevance), key=lambda sr: -sr[1]):
         if r <= 0:
             continue
-        for fig in figures(p.text):
-            point = _Point(fig, p, r)
+        for fig in figures(s.text):
+            point = _Point(fig, s, r)
+            if not point.measure_terms:
+                continue  # a number and a unit, but nothing it measures
             same = by_figure.setdefault((fig.base_unit, round(fig.base_value, 9)), [])
             twin = next((q for q in same if q.same_measure(point)), None)
             if twin is None:
                 points.append(point)
                 same.append(point)
-            elif p.source.source_id not in {twin.passage.source.source_id,
-                                            *(c.source.source_id for c in twin.corroborating)}:
-                twin.corroborating.append(p)
+            elif s.source.document not in twin.documents():
+                twin.corroborating.append(s)
     return points
 
 
 def _data_point(point: _Point) -> KeyDataPoint:
-    passages = [point.passage, *point.corroborating]
     return KeyDataPoint(value=point.figure.value, unit=point.figure.unit, measure=point.figure.measure,
-                        text=point.passage.text, citations=[p.source.cite(p.text) for p in passages])
+                        text=" ".join(point.sentence.text.split()),
+                        citations=[s.source.cite(s.start, s.end) for s in [point.sentence, *point.corroborating]])
 
 
 _YEAR = re.compile(r"(?<!\d)(1[89]\d\d|20\d\d)(?!\d)")
 
 
 def _disagree(a: _Point, b: _Point) -> bool:
-    """Different sources, same measure and unit, figures more than 10% apart,
-    and not two points of a time series (different years named)."""
-    if a.passage.source.source_id == b.passage.source.source_id or not a.same_measure(b):
+    """Different documents, same measure and unit, figures more than 10%
+    apart, and not two points of a time series (different years named)."""
+    if a.sentence.source.document == b.sentence.source.document or not a.same_measure(b):
         return False
     x, y = a.figure.base_value, b.figure.base_value
     if abs(x - y) <= 0.1 * max(abs(x), abs(y)):
         return False
-    years_a, years_b = set(_YEAR.findall(a.passage.text)), set(_YEAR.findall(b.passage.text))
+    years_a, years_b = set(_YEAR.findall(a.sentence.text)), set(_YEAR.findall(b.sentence.text))
     return not (years_a and years_b and years_a != years_b)
 
 
@@ -224,7 +291,7 @@ def _shown(point: _Point) -> str:
     unit = point.figure.unit
     value = f"{point.figure.value:g}"
     joined = f"{value}{unit}" if unit in ("%", "x") or has_cjk(unit) else f"{value} {unit}"
-    return f"{joined} ({point.passage.source.domain})"
+    return f"{joined} ({point.sentence.source.domain})"
 
 
 def _contradictions(points: list[_Point], lab: dict[str, str], limit: int,
@@ -243,8 +310,22 @@ def _contradictions(points: list[_Point], lab: dict[str, str], limit: int,
             found.append(ContradictionOrGap(
                 kind="contradiction",
                 description=lab["contradiction"].format(measure=a.figure.measure, values=values),
-                citations=[p.passage.source.cite(p.passage.text) for p in (a, b)]))
+                citations=[p.sentence.source.cite(p.sentence.start, p.sentence.end) for p in (a, b)]))
     return found
+
+
+# -- gaps ------------------------------------------------------------------------------
+
+def _gaps(aspect_list: list[Aspect], sentences: list[_Sentence], focus: Focus, answered: bool,
+          lab: dict[str, str]) -> list[ContradictionOrGap]:
+    """What the sources do not cover: the question as a whole when no
+    sentence covers it, and each aspect no sentence of any source speaks to."""
+    gaps = [] if answered else [ContradictionOrGap(kind="gap", description=lab["no_answer"])]
+    for aspect in aspect_list:
+        if not any(focus.coverage(s.termset, list(aspect.terms)) >= 0.5 for s in sentences):
+            gaps.append(ContradictionOrGap(kind="gap", description=lab["gap_dimension"].format(dimension=aspect.label),
+                                           dimension=aspect.label))
+    return gaps
 
 
 def extractive_synthesis(sources: list[Source], question: str, plan: dict | None = None,
@@ -254,23 +335,17 @@ def extractive_synthesis(sources: list[Source], question: str, plan: dict | None
     dims = plan_dimensions(plan)
     if not sources:
         return no_sources_result(question, language, dims, "extractive")
-    passages = _passages(sources, opts)
-    index = BM25([p.terms for p in passages])
-    q_scores = _prior(index.scores(tokens(f"{question} {_topic(plan)}")), passages)
-    dim_scores = {d: _prior(index.scores(tokens(d)), passages) for d in dims}
-    relevance = [max([q, *(s[i] for s in dim_scores.values())]) for i, q in enumerate(q_scores)]
-    warnings: list[str] = []
-    if not any(relevance):
-        warnings.append(lab["no_match"])
-        relevance = q_scores = _lead_relevance(passages)
-    clusters = _cluster(passages, relevance)
-    insights = _pick_insights(clusters, q_scores, dim_scores, opts, lab)
-    points = _points(passages, relevance)
-    covered = {i.dimension for i in insights}
+    sentences = _sentences(sources, opts)
+    aspect_list = aspects(question, plan, dims)
+    focus = Focus.of(question, (s.termset for s in sentences), extra=[t for a in aspect_list for t in a.terms])
+    relevance = _relevance(sentences, question, aspect_list, focus, opts)
+    found = _findings(sentences, relevance, opts.pool)
+    picked = _pick(found, aspect_list, focus, opts)
+    insights = [_insight(f, _aspect_of(f, aspect_list, focus), lab) for f in picked]
+    points = _points(sentences, relevance)
     issues = _contradictions(points, lab, opts.max_contradictions)
-    issues += [ContradictionOrGap(kind="gap", description=lab["gap_dimension"].format(dimension=d), dimension=d)
-               for d in dims if d not in covered]
+    issues += _gaps(aspect_list, sentences, focus, bool(insights), lab)
     result = SynthesisResult(question=question, language=language, synthesized_insights=insights,
                              key_data_points=[_data_point(p) for p in points[:opts.max_data_points]],
-                             contradictions_or_gaps=issues, synthesizer="extractive", warnings=warnings)
+                             contradictions_or_gaps=issues, synthesizer="extractive")
     return finish(result, sources)

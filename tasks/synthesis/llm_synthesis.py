@@ -42,7 +42,7 @@ class LLMOptions:
 
 
 def _source_block(source: Source, limit: int) -> str:
-    return f"[S{source.number}] {source.title}\nURL: {source.url}\n{clip(source.body, limit)}"
+    return f"[S{source.number}] {source.title}\nURL: {source.url}\n{clip(source.text, limit)}"
 
 
 def llm_messages(sources: list[Source], question: str, plan: dict | None,
@@ -93,7 +93,7 @@ def _citations(raw: Any, where: str, sources: list[Source], warnings: list[str])
         if source is None:
             warnings.append(f"{where}: cited source {ref!r}, which is not in the source list; citation dropped")
             continue
-        out.append(source.cite(quote.strip()))
+        out.append(source.cite_quote(quote.strip()))
     return out
 
 

@@ -1,9 +1,11 @@
 """Modeling (spec 002's ModelingAgent): a SynthesisResult → ModelBlueprint.
 
 The extractive blueprint claims only what the evidence shows: core drivers
-are the plan's dimensions (or, for undimensioned insights, the question
-term they are most about) with `evidenceRefs` = 0-based indices into
-`synthesis.synthesized_insights`; relationships are co-occurrence (two
+are the insights' dimensions (aspects named in the question's words, or the
+plan's dimensions; "General" for the rest) with `evidenceRefs` = 0-based
+indices into `synthesis.synthesized_insights`, counting only insights whose
+quotes were verified in their sources (an unverified quote is never shown
+as a driver's evidence); relationships are co-occurrence (two
 drivers resting on the same sources), never causation; metrics are the key
 data points, their confidence from citability. It builds no scenarios: those
 need a model's judgement, so it says so in `metadata.notes`.
@@ -15,9 +17,7 @@ falls back to the extractive blueprint (with a warning) when the model fails.
 
 from __future__ import annotations
 
-import math
 import time
-from collections import Counter
 from itertools import combinations
 from typing import Any
 
@@ -25,6 +25,7 @@ import httpx
 
 from schemas.report import (
     BlueprintMetadata,
+    Citation,
     CoreDriver,
     Metric,
     ModelBlueprint,
@@ -34,7 +35,7 @@ from schemas.report import (
 )
 from tasks.synthesis.labels import labels
 from tasks.common.llm import FORMAT_INSTRUCTIONS, LLMConfig, LLMError, chat, parse_json_answer
-from tasks.synthesis.passages import clip, jaccard, tokens
+from tasks.synthesis.passages import clip, jaccard
 
 CITABILITY_CONFIDENCE = {"high": 0.8, "medium": 0.6, "low": 0.3, "none": 0.1}
 _DESCRIBE = {
@@ -44,40 +45,21 @@ _DESCRIBE = {
 NO_SCENARIOS = "scenarios need a model's judgement; the extractive blueprint builds none"
 
 
-def _evidence_text(synthesis: SynthesisResult, index: int) -> str:
-    insight = synthesis.synthesized_insights[index]
-    return insight.citations[0].quote if insight.citations else insight.text
-
-
-def _keyword_groups(synthesis: SynthesisResult, indices: list[int]) -> dict[str, list[int]]:
-    """Undimensioned insights grouped under the question term each one is
-    most about (highest tf-idf among the insights): a driver named by the
-    question's own words. Insights sharing no term with the question go
-    under the "General" driver."""
-    docs = {i: tokens(_evidence_text(synthesis, i)) for i in range(len(synthesis.synthesized_insights))}
-    df = Counter(t for terms in docs.values() for t in set(terms))
-    n = max(1, len(docs))
-    asked = {t: -pos for pos, t in reversed(list(enumerate(tokens(synthesis.question)))) if not t.isdigit()}
-    groups: dict[str, list[int]] = {}
-    for i in indices:
-        counts = Counter(t for t in docs[i] if t in asked)
-        # Ties go to the term the question names first.
-        best = max(counts, key=lambda t: (round(counts[t] * math.log(1 + n / df[t]), 9), asked[t])) if counts \
-            else labels(synthesis.language)["general"]
-        groups.setdefault(best, []).append(i)
-    return groups
+def _evidence(synthesis: SynthesisResult, index: int) -> Citation | None:
+    """The insight's first verified citation: a quote that was not found in
+    its source is never shown as evidence."""
+    return next((c for c in synthesis.synthesized_insights[index].citations if c.verified), None)
 
 
 def _driver_groups(synthesis: SynthesisResult) -> dict[str, list[int]]:
+    """Insights with verified evidence, grouped by their dimension (an
+    aspect named in the question's words, or a planner's dimension);
+    undimensioned ones under "General"."""
+    general = labels(synthesis.language)["general"]
     groups: dict[str, list[int]] = {}
-    loose: list[int] = []
     for i, insight in enumerate(synthesis.synthesized_insights):
-        if insight.dimension:
-            groups.setdefault(insight.dimension, []).append(i)
-        else:
-            loose.append(i)
-    for name, refs in _keyword_groups(synthesis, loose).items():
-        groups.setdefault(name, []).extend(refs)
+        if _evidence(synthesis, i) is not None:
+            groups.setdefault(insight.dimension or general, []).append(i)
     return groups
 
 
@@ -87,9 +69,11 @@ def _sources_of(synthesis: SynthesisResult, refs: list[int]) -> set[str]:
 
 def _driver(synthesis: SynthesisResult, name: str, refs: list[int]) -> CoreDriver:
     template = _DESCRIBE.get(synthesis.language, _DESCRIBE["en"])
-    text = template.format(n=len(refs), k=len(_sources_of(synthesis, refs)),
-                           quote=clip(_evidence_text(synthesis, refs[0]), 160))
-    return CoreDriver(name=name, description=text, evidenceRefs=refs)
+    evidence = _evidence(synthesis, refs[0])
+    quote = " ".join(evidence.quote.split())
+    shown = clip(quote, 160) + (" …" if len(quote) > 160 else "")
+    text = template.format(n=len(refs), k=len(_sources_of(synthesis, refs)), quote=shown)
+    return CoreDriver(name=name, description=text, evidenceRefs=refs, evidence=evidence)
 
 
 def _relationships(synthesis: SynthesisResult, drivers: list[CoreDriver]) -> list[Relationship]:
@@ -168,13 +152,20 @@ def _dicts(data: dict, key: str) -> list[dict]:
     return [x for x in value if isinstance(x, dict)] if isinstance(value, list) else []
 
 
-def _llm_drivers(data: dict, n_insights: int, warnings: list[str]) -> list[CoreDriver]:
+def _llm_drivers(data: dict, synthesis: SynthesisResult, warnings: list[str]) -> list[CoreDriver]:
+    """The model's drivers, each resting only on insights that have verified
+    evidence: a reference outside the list, or to an insight whose quotes
+    were not found in their sources, is dropped with a warning."""
+    n_insights = len(synthesis.synthesized_insights)
     drivers = []
     for raw in _dicts(data, "coreDrivers"):
         refs = raw.get("evidenceRefs") if isinstance(raw.get("evidenceRefs"), list) else []
-        kept = [r for r in refs if isinstance(r, int) and not isinstance(r, bool) and 0 <= r < n_insights]
-        if len(kept) < len(refs):
+        valid = [r for r in refs if isinstance(r, int) and not isinstance(r, bool) and 0 <= r < n_insights]
+        kept = [r for r in valid if _evidence(synthesis, r) is not None]
+        if len(valid) < len(refs):
             warnings.append(f"driver {raw.get('name')!r}: evidence references outside the insight list dropped")
+        if len(kept) < len(valid):
+            warnings.append(f"driver {raw.get('name')!r}: evidence without a verified quote dropped")
         if str(raw.get("name") or "").strip():
             drivers.append(CoreDriver(name=str(raw["name"]).strip(), description=str(raw.get("description") or ""),
                                       evidenceRefs=kept))
@@ -223,7 +214,7 @@ def llm_blueprint(synthesis: SynthesisResult, config: LLMConfig, *,
     if not any(isinstance(data.get(k), list) for k in ("coreDrivers", "relationships", "metrics", "scenarios")):
         raise LLMError("the model's JSON is not a model blueprint")
     warnings: list[str] = []
-    drivers = _llm_drivers(data, len(synthesis.synthesized_insights), warnings)
+    drivers = _llm_drivers(data, synthesis, warnings)
     blueprint = ModelBlueprint(
         modelType=str(data.get("modelType") or "causal_graph"), coreDrivers=drivers,
         relationships=_llm_relationships(data, {d.name for d in drivers}, warnings),

@@ -12,6 +12,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from tasks.common.text import CJK_RUN
+from tasks.common.text import STOPWORDS as QUESTION_WORDS
 
 _HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff]")
 _WORD = re.compile(r"[^\W_]+")
@@ -56,8 +57,8 @@ def _stem(word: str) -> str:
 
 
 def _latin_tokens(text: str) -> list[str]:
-    words = (_stem(w) for w in _WORD.findall(text))
-    return [w for w in words if w not in STOPWORDS and (len(w) > 1 or w.isdigit())]
+    words = (w for w in _WORD.findall(text) if w not in STOPWORDS and w not in QUESTION_WORDS)
+    return [_stem(w) for w in words if len(w) > 1 or w.isdigit()]
 
 
 def _cjk_tokens(run: str) -> list[str]:
@@ -82,51 +83,72 @@ def tokens(text: str) -> list[str]:
 
 # -- sentences -----------------------------------------------------------------
 
-# CJK sentence ends need no following space; Latin ones do (so "3.5" and
-# "pyproject.toml" stay whole).
-_SENTENCE_END = re.compile(r"(?<=[。！？；])|(?<=[.!?;])\s+")
-_BLANK_LINE = re.compile(r"\n\s*\n")
-_LINE_END = tuple(".!?;:。！？；：")
+# A Latin sentence ends at . ! ? (and any closing quote or bracket) before
+# whitespace, so "3.5" and "pyproject.toml" stay whole; a CJK one needs none.
+_SENTENCE_END = re.compile(r"[.!?][\"'\u201d\u2019)\]]*(?=\s)|[\u3002\uff01\uff1f]")
+_LINE = re.compile(r"[^\n]+")
+_LINE_END = tuple(".!?;:\u3002\uff01\uff1f\uff1b\uff1a")
+_ENUMERATOR = re.compile(r"^\(?(?:\d{1,3}|[a-z]|[ivx]{1,4})[.)]$", re.I)
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """[start, end) of each sentence of a text: offsets into the text itself,
+    so text[start:end] is the sentence verbatim (hard wraps and all)."""
+    spans: list[tuple[int, int]] = []
+    for start, end in _block_spans(text or ""):
+        pos = start
+        for match in _SENTENCE_END.finditer(text, start, end):
+            piece = text[pos:match.end()].strip()
+            if _ENUMERATOR.match(piece) or piece.casefold().endswith(_ABBREVIATIONS):
+                if _ENUMERATOR.match(piece):
+                    pos = match.end()  # "1." opens a list item; it is not a sentence
+                continue
+            spans.append(_trimmed(text, pos, match.end()))
+            pos = match.end()
+        if text[pos:end].strip():
+            spans.append(_trimmed(text, pos, end))
+    return spans
+
+
+def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+def _block_spans(text: str) -> list[tuple[int, int]]:
+    """Paragraphs, with hard-wrapped lines kept together: a line continues on
+    the next when it does not end a sentence and either is long (a wrap) or
+    the next starts in lower case; short unpunctuated lines (headings, list
+    items) stay on their own, and a blank line always ends a paragraph."""
+    blocks: list[tuple[int, int]] = []
+    start = end = -1
+    last_line = ""
+    for match in _LINE.finditer(text):
+        line = match.group().strip()
+        if not line:
+            continue
+        line_start, line_end = _trimmed(text, match.start(), match.end())
+        blank_before = start >= 0 and text.count("\n", end, line_start) >= 2
+        joins = (start >= 0 and not blank_before and not last_line.endswith(_LINE_END)
+                 and (len(last_line) >= 50 or line[:1].islower()))
+        if joins:
+            end = line_end
+        else:
+            if start >= 0:
+                blocks.append((start, end))
+            start, end = line_start, line_end
+        last_line = line
+    if start >= 0:
+        blocks.append((start, end))
+    return blocks
 
 
 def sentences(text: str) -> list[str]:
     """Sentences of a text, each with its inner whitespace collapsed."""
-    out: list[str] = []
-    for block in _blocks(text or ""):
-        pieces = [" ".join(p.split()) for p in _SENTENCE_END.split(block)]
-        out += _merge_abbreviations([p for p in pieces if p])
-    return out
-
-
-def _blocks(text: str) -> list[str]:
-    """Paragraphs, with hard-wrapped lines rejoined: a line continues on the
-    next when it does not end a sentence and either is long (a wrap) or the
-    next starts in lower case; short unpunctuated lines (headings, list
-    items) stay on their own."""
-    blocks: list[str] = []
-    for paragraph in _BLANK_LINE.split(text):
-        lines = [line.strip() for line in paragraph.splitlines() if line.strip()]
-        current = ""
-        for line in lines:
-            if current and not current.endswith(_LINE_END) and (len(current) >= 50 or line[:1].islower()):
-                current += ("" if CJK_RUN.match(line[:1]) and CJK_RUN.match(current[-1:]) else " ") + line
-            else:
-                if current:
-                    blocks.append(current)
-                current = line
-        if current:
-            blocks.append(current)
-    return blocks
-
-
-def _merge_abbreviations(pieces: list[str]) -> list[str]:
-    merged: list[str] = []
-    for piece in pieces:
-        if merged and merged[-1].casefold().endswith(_ABBREVIATIONS):
-            merged[-1] = f"{merged[-1]} {piece}"
-        else:
-            merged.append(piece)
-    return merged
+    return [" ".join(text[s:e].split()) for s, e in sentence_spans(text)]
 
 
 def weight_len(text: str) -> int:
@@ -146,24 +168,49 @@ def clip(text: str, limit: int) -> str:
 
 # -- quote checking ------------------------------------------------------------
 
-_ELISION = re.compile(r"\s*(?:\.\.\.|…)+\s*")
+_ELISION = re.compile(r"\s*(?:\.\.\.|\u2026)+\s*")
+_QUOTE_MARKS = "\"'\u2018\u2019\u201c\u201d"
+_SAME_CHAR = {"'": "['\u2018\u2019]", "\u2018": "['\u2018\u2019]", "\u2019": "['\u2018\u2019]",
+              '"': '["\u201c\u201d]', "\u201c": '["\u201c\u201d]', "\u201d": '["\u201c\u201d]',
+              "-": "[-\u2013\u2014]", "\u2013": "[-\u2013\u2014]", "\u2014": "[-\u2013\u2014]"}
+
+
+def _pattern(part: str) -> str:
+    """A regex for a quoted phrase that tolerates what copying changes:
+    whitespace and line breaks, case, and typographic quotes and dashes."""
+    out = []
+    for word in part.split():
+        out.append("".join(_SAME_CHAR.get(ch, re.escape(ch)) for ch in word))
+    return r"\s+".join(out)
+
+
+def locate(quote: str, text: str) -> tuple[int, int] | None:
+    """Where a quote occurs in a text, as [start, end) offsets, ignoring case,
+    whitespace and typographic quote styles; None when it does not occur.
+    An elided quote ("a … b") must have its parts in order, and spans from
+    the first part to the last; quotation marks around it are not part of it."""
+    parts = [p.strip(_QUOTE_MARKS + " ") for p in _ELISION.split(unicodedata.normalize("NFKC", quote or ""))]
+    parts = [p for p in parts if p]
+    if not parts:
+        return None
+    haystack = text or ""
+    if len(parts) == 1:
+        found = haystack.find(parts[0])
+        if found >= 0:
+            return found, found + len(parts[0])
+    pos = first = 0
+    for n, part in enumerate(parts):
+        match = re.compile(_pattern(part), re.IGNORECASE).search(haystack, pos)
+        if match is None:
+            return None
+        first = match.start() if n == 0 else first
+        pos = match.end()
+    return first, pos
 
 
 def quote_occurs(quote: str, text: str) -> bool:
-    """True when the quote occurs in the text, ignoring case, whitespace and
-    typographic quote styles. An elided quote ("a … b") must have its parts
-    in order; surrounding quotation marks are not part of the quote."""
-    parts = [p for p in (fold(p).strip("\"' ") for p in _ELISION.split(quote or "")) if p]
-    haystack = fold(text)
-    if not parts:
-        return False
-    pos = 0
-    for part in parts:
-        found = haystack.find(part, pos)
-        if found < 0:
-            return False
-        pos = found + len(part)
-    return True
+    """True when the quote occurs in the text (see `locate`)."""
+    return locate(quote, text) is not None
 
 
 # -- ranking -------------------------------------------------------------------
@@ -268,14 +315,20 @@ def _number(text: str) -> float:
     return float(text.replace(",", ""))
 
 
-def _looks_like_date(kind: str, match: re.Match, sentence: str) -> bool:
-    # "2020年" is a year, not a duration of 2020 years; "v3.5 seconds" is fine.
+def _not_a_quantity(kind: str, match: re.Match, sentence: str) -> bool:
+    """A date, a name or an expression, not a measure: "2020年" is a year,
+    not 2020 years; "Python3" and "H100" are names; in "-1e-100 % 1e100"
+    the 100 is an exponent and % an operator."""
     num = match.group("num")
     if kind == "duration" and re.fullmatch(r"1[5-9]\d\d|20\d\d|21\d\d", num):
         return True
-    # A figure glued to letters ("Python3", "H100") is a name, not a quantity.
-    before = sentence[max(0, match.start() - 1):match.start()]
-    return bool(before) and before.isalpha() and not CJK_RUN.match(before)
+    before = sentence[max(0, match.start() - 2):match.start()]
+    if before[-1:].isalpha() and not CJK_RUN.match(before[-1:]):
+        return True  # glued to letters: a name
+    if before[-1:] in ("-", "+") and before[:1].isalnum() or before[-1:] in tuple("*/^=<>.%"):
+        return True  # an exponent or an operand
+    after = sentence[match.end():].lstrip()
+    return match.group(0).rstrip().endswith("%") and after[:1] in tuple("0123456789-+(")
 
 
 def _figure(kind: str, m: re.Match) -> tuple[float, str, str, float]:
@@ -312,7 +365,7 @@ def figures(sentence: str) -> list[Figure]:
     found: list[Figure] = []
     for kind, pattern in _FIGURE_PATTERNS:
         for m in pattern.finditer(sentence):
-            if any(m.start() < e and s < m.end() for s, e in taken) or _looks_like_date(kind, m, sentence):
+            if any(m.start() < e and s < m.end() for s, e in taken) or _not_a_quantity(kind, m, sentence):
                 continue
             taken.append((m.start(), m.end()))
             value, unit, base, base_value = _figure(kind, m)

@@ -19,6 +19,7 @@ the extractive synthesizer and says so in `warnings`, unless
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -90,14 +91,30 @@ def synthesize(sources: list[Source], question: str, plan: dict | None = None, *
     return result
 
 
-def synthesize_from_lake(catalog: Catalog, task_id: str, plan: dict | None = None, *, question: str | None = None,
-                    llm: LLMConfig | None = None, client: httpx.Client | None = None, fallback: bool = True,
-                    max_sources: int = DEFAULT_MAX_SOURCES, source_ids: list[str] | None = None) -> SynthesisResult:
-    """Load a task's consolidated sources and synthesize them. The question is
-    `question`, else the plan's, else the task's query texts."""
+@dataclass(frozen=True)
+class SynthesisInput:
+    """Everything synthesis needs from the lake, read in one short catalog
+    session, so that no catalog is held while a model is called."""
+
+    task_id: str
+    sources: list[Source]
+    question: str
+    plan: dict | None = None
+
+
+def synthesis_input(catalog: Catalog, task_id: str, plan: Any = None, *, question: str | None = None,
+                    max_sources: int = DEFAULT_MAX_SOURCES, source_ids: list[str] | None = None) -> SynthesisInput:
+    """A task's consolidated sources and its question: `question`, else the
+    plan's, else the task's query texts."""
     sources = load_sources(catalog, task_id, max_sources, source_ids)
     plan = plan_dict(plan)
     text = resolve_question(question, plan, task_queries(catalog, task_id), fallback=task_id)
-    result = synthesize(sources, text, plan, llm=llm, client=client, fallback=fallback)
-    result.task_id = task_id
+    return SynthesisInput(task_id, sources, text, plan)
+
+
+def synthesize_material(material: SynthesisInput, *, llm: LLMConfig | None = None,
+                        client: httpx.Client | None = None, fallback: bool = True) -> SynthesisResult:
+    result = synthesize(material.sources, material.question, material.plan, llm=llm, client=client,
+                        fallback=fallback)
+    result.task_id = material.task_id
     return result

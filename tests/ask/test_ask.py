@@ -21,7 +21,7 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
-import tasks.ask.openrouter as openrouter_module
+import tasks.common.http
 from schemas.ask import AskOptions
 from tasks.ask.single_shot import ASK_STEP, ASK_STEPS, AskBudgetExceeded, AskError, ask
 from tasks.lake.catalog import open_catalog
@@ -107,14 +107,12 @@ def ask_settings(settings, monkeypatch) -> Settings:
 def waits(monkeypatch) -> list[float]:
     """Retry waits, recorded instead of slept."""
     slept: list[float] = []
-    monkeypatch.setattr(openrouter_module, "_sleep", slept.append)
+    monkeypatch.setattr(tasks.common.http, "_sleep", slept.append)
     return slept
 
 
 def run_ask(settings: Settings, fake: FakeOpenRouter | None, question: str = "What is DuckDB?", **options):
-    with open_catalog(settings, "test-ask") as catalog:
-        client = fake.client() if fake else None
-        return ask(catalog, question, AskOptions(**options), settings, client=client)
+    return ask(settings, question, AskOptions(**options), client=fake.client() if fake else None)
 
 
 def message_rows(lake) -> list[dict]:
@@ -436,9 +434,7 @@ def test_the_api_key_reaches_no_table_no_lake_file_and_no_log(ask_settings, lake
 
 def test_a_tracker_sees_one_search_summary_step(ask_settings, lake):
     tracker = ProgressTracker(ASK_STEPS)
-    with open_catalog(ask_settings, "test-ask") as catalog:
-        ask(catalog, "What is DuckDB?", AskOptions(), ask_settings, client=FakeOpenRouter(ok()).client(),
-            tracker=tracker)
+    ask(ask_settings, "What is DuckDB?", AskOptions(), client=FakeOpenRouter(ok()).client(), tracker=tracker)
     start, done = tracker.events
     assert (start.step_type, start.status, done.status, done.progress) == (ASK_STEP, "start", "complete", 1.0)
     assert len(done.payload.result["citations"]) == 2 and done.payload.metadata["citationCount"] == 2
@@ -446,9 +442,24 @@ def test_a_tracker_sees_one_search_summary_step(ask_settings, lake):
 
 def test_a_failed_ask_reports_an_error_event(ask_settings, lake):
     tracker = ProgressTracker(ASK_STEPS)
-    with pytest.raises(AskError), open_catalog(ask_settings, "test-ask") as catalog:
-        ask(catalog, "What is DuckDB?", AskOptions(), ask_settings,
+    with pytest.raises(AskError):
+        ask(ask_settings, "What is DuckDB?", AskOptions(),
             client=FakeOpenRouter(failing(502, "bad gateway")).client(), tracker=tracker)
     error = tracker.events[-1].to_wire()
     assert error["status"] == "error" and "HTTP 502" in error["payload"]["error"]
     assert error["payload"]["result"] is None
+
+
+def test_the_catalog_is_free_while_openrouter_answers(ask_settings, lake):
+    """Analysts' SQL (and other commands) are never locked out by a slow model."""
+    seen = []
+
+    def answer_while_probing(request: httpx.Request) -> httpx.Response:
+        with open_catalog(ask_settings.model_copy(update={"lock_timeout": 0}), "probe", read_only=True) as catalog:
+            seen.append(catalog.con.execute("select count(*) from ask_messages").fetchone()[0])
+        return ok()
+
+    result = ask(ask_settings, "What is DuckDB?", AskOptions(),
+                 client=httpx.Client(transport=httpx.MockTransport(answer_while_probing)))
+    assert seen == [0] and result.status == "ok"
+    assert lake.count("ask_messages") == 1

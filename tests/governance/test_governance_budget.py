@@ -6,22 +6,23 @@ from __future__ import annotations
 import pytest
 
 from schemas.governance import Budget, BudgetError
+from tasks.common.settings import Settings
 
 ENV = {"PIPELINE_TIMEOUT": "600", "PIPELINE_MAX_TARGET_COUNT": "25", "PIPELINE_MAX_FALLBACK_ROUNDS": "3"}
 
 
 def test_defaults_without_environment():
-    assert Budget.resolve({}, environ={}) == Budget(1800, 10, 1)
+    assert Budget.resolve({}, environ={}) == Budget(timeout_seconds=1800, max_target_count=10, max_fallback_rounds=1)
 
 
 def test_environment_sets_each_field():
-    assert Budget.resolve({}, environ=ENV) == Budget(600, 25, 3)
+    assert Budget.resolve({}, environ=ENV) == Budget(timeout_seconds=600, max_target_count=25, max_fallback_rounds=3)
 
 
 def test_overrides_win_over_environment_and_none_means_unset():
     budget = Budget.resolve({"timeout_seconds": 45, "max_target_count": None, "max_fallback_rounds": "0"},
                             environ=ENV)
-    assert budget == Budget(45, 25, 0)
+    assert budget == Budget(timeout_seconds=45, max_target_count=25, max_fallback_rounds=0)
 
 
 def test_blank_environment_value_is_unset():
@@ -81,9 +82,13 @@ def test_unknown_override_is_refused():
         Budget.resolve({"timeout": 60}, environ={})
 
 
-def test_reads_os_environ_by_default(monkeypatch):
+def test_the_settings_object_reads_the_environment(monkeypatch):
     monkeypatch.setenv("PIPELINE_MAX_TARGET_COUNT", "7")
-    assert Budget.resolve({}).max_target_count == 7
+    assert Settings().budget().max_target_count == 7
+    monkeypatch.setenv("PIPELINE_TIMEOUT", "soon")
+    Settings()  # a bad budget variable fails the run that resolves it, not every command
+    with pytest.raises(BudgetError, match="PIPELINE_TIMEOUT='soon'"):
+        Settings().budget()
 
 
 def test_direct_construction_validates_and_caps_target():

@@ -9,7 +9,8 @@ import pytest
 from pydantic import ValidationError
 
 from schemas.events import EventPayload, ProgressEvent
-from tasks.progress.events import EventLog, ProgressTracker, events_root, list_runs, read_events
+from tasks.lake.files import run_logs_root
+from tasks.progress.events import EventLog, ProgressTracker, list_runs, read_events
 
 STEPS = [("plan", 1, "Plan"), ("deep_search", 3, "Deep search", "search"), ("reporting", 1, "Report")]
 
@@ -124,10 +125,10 @@ def test_runs_are_listed_from_their_event_files(settings):
     for task, run in [("t1", "r1"), ("t1", "r2"), ("t2", "r1")]:
         with EventLog.for_run(settings, task, run) as log:
             ProgressTracker(STEPS, sink=log).begin()
-    found = {(r.task_id, r.run_id) for r in list_runs(events_root(settings))}
+    found = {(r.task_id, r.run_id) for r in list_runs(run_logs_root(settings))}
     assert found == {("t1", "r1"), ("t1", "r2"), ("t2", "r1")}
 
 
 def test_a_remote_lake_keeps_live_logs_under_home(settings):
     remote = settings.model_copy(update={"lake": "memory://lake-bucket/prefix"})
-    assert events_root(remote) == Path(settings.home) / "events"
+    assert run_logs_root(remote) == Path(settings.home) / "events"

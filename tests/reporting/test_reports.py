@@ -103,14 +103,22 @@ def test_no_citations_is_marked_clearly():
     assert 'id="no-citations"' in html
 
 
-def test_unverified_citation_is_marked_in_every_format():
+def test_unverified_citation_is_marked_and_never_shown_as_evidence_in_any_format():
     sources = make_sources()
     synthesis = extractive_synthesis(sources, PLAN["question"], PLAN)
-    synthesis.synthesized_insights[0].citations[0].verified = False
+    only = [i for i in synthesis.synthesized_insights if i.citations[0].source_id == "src3"]
+    for insight in only:
+        insight.citations[0].verified = False
+        insight.citations[0].quote = "Hatch invented the wheel."
+    synthesis.key_data_points = []
     report = build_report(synthesis, None)
-    assert report.metadata.unverifiedCount == 1
-    assert re.search(r"\[\\\[\d+\?\\\]\]", report.markdown)
-    assert 'data-verified="false"' in render_html(report)
+    assert report.metadata.unverifiedCount == len(only) > 0
+    assert "(quote not found in the source)" in report.markdown
+    assert "Hatch invented the wheel" not in report.markdown
+    # A source cited only by unverified quotes is not a numbered source.
+    assert "src3" not in {s.sourceId for s in report.sources}
+    html = render_html(report)
+    assert 'data-verified="false"' in html and "Hatch invented the wheel" not in html
 
 
 # -- publishing -------------------------------------------------------------------
@@ -125,9 +133,9 @@ def _land(settings, inbox, new_bundle, new_item, task="t1"):
 
 def test_publish_lands_three_files_and_one_reports_row(settings, lake, inbox, new_bundle, new_item):
     _land(settings, inbox, new_bundle, new_item)
-    with open_catalog(settings) as catalog:
-        published = publish_report(catalog, "t1", PLAN)
-        keys = published.keys
+    published = publish_report(settings, "t1", PLAN)
+    keys = published.keys
+    with open_catalog(settings, read_only=True) as catalog:
         assert keys == {"md": "reports/task_id=t1/report.md", "html": "reports/task_id=t1/report.html",
                         "json": "reports/task_id=t1/report.json"}
         assert load_report(catalog, "t1", "md") == published.report.markdown
@@ -145,8 +153,7 @@ def test_publish_lands_three_files_and_one_reports_row(settings, lake, inbox, ne
     assert row["duration_ms"] >= 0 and row["tokens"] == 0 and row["generated_at"] is not None
 
     # Publishing again replaces the files and the row.
-    with open_catalog(settings) as catalog:
-        publish_report(catalog, "t1", None, question="Which build backend reads the table?")
+    publish_report(settings, "t1", None, question="Which build backend reads the table?")
     rows = lake.dicts("SELECT question FROM reports")
     assert rows == [{"question": "Which build backend reads the table?"}]
     with open_catalog(settings, read_only=True) as catalog:

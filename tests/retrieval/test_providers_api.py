@@ -27,7 +27,7 @@ from tasks.retrieval.providers.semanticscholar import SemanticScholarProvider
 from tasks.retrieval.providers.tavily import TavilyProvider
 from tasks.retrieval.providers.thenewsapi import TheNewsApiProvider, search_text
 
-FIXTURES = Path(__file__).parent / "fixtures" / "providers"
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "providers"
 SECRETS = {
     "tavily_api_key": "tvly-SECRET-0001",
     "brave_api_key": "BRAVE-SECRET-0002",

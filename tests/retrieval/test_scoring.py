@@ -17,8 +17,8 @@ from tasks.retrieval.scoring import (
     score_freshness,
     score_hit,
     score_relevance,
-    terms,
 )
+from tasks.common.text import term_set as terms
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
 
@@ -46,7 +46,7 @@ def test_lexical_relevance_counts_query_terms_in_title_and_snippet():
 
 
 def test_lexical_relevance_folds_endings_and_ignores_stopwords():
-    assert terms("The managers are running") == {"manager", "run"}
+    assert terms("The managers are running") == {"manag", "run"}  # Porter stems
     assert lexical_relevance("running the manager", "Managers run", None) == 1.0
     assert lexical_relevance("the of and", "anything", None) == 0.5  # no usable query terms: neutral
 
@@ -179,13 +179,21 @@ def test_scoring_file_changes_authority_and_windows(tmp_path):
     scores = score_hit("x", hit, "news", settings, now=now)
     assert scores["score_authority"] == 0.95
     assert scores["score_freshness"] == 0.5  # 15 days: halfway from 10 to 20
-    assert scoring_config(None).domains.get("example.org") is None
+    assert scoring_config(Settings()).domains.get("example.org") is None
 
 
-def test_unreadable_scoring_file_is_a_clear_error(tmp_path):
-    import pytest as _pytest
+@pytest.mark.parametrize("content, words", [
+    ("{not json", ["scoring file", "bad.json"]),
+    ('{"domains": {"example.org": 1.5}}', ["domains.example.org", "less than or equal to 1"]),
+    ('{"windows": {"news": {"full_days": -3}}}', ["windows.news.full_days"]),
+    ('{"default_authoirty": 0.3}', ["default_authoirty", "not permitted"]),
+])
+def test_bad_scoring_file_is_one_clear_line(tmp_path, content, words):
     from tasks.retrieval.scoring import scoring_config
     path = tmp_path / "bad.json"
-    path.write_text("{not json")
-    with _pytest.raises(ValueError, match="scoring file"):
-        scoring_config(path)
+    path.write_text(content)
+    with pytest.raises(ValueError) as caught:
+        scoring_config(Settings(scoring_file=path))
+    assert "\n" not in str(caught.value)
+    for word in words:
+        assert word in str(caught.value)

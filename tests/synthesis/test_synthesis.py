@@ -18,7 +18,7 @@ from tasks.synthesis.extractive import extractive_synthesis
 from tasks.lake.landing import land_files
 from tasks.common.llm import LLMError
 from tasks.synthesis.passages import figures, quote_occurs, sentences, tokens
-from tasks.synthesis.synthesizer import load_sources, synthesize, synthesize_from_lake
+from tasks.synthesis.synthesizer import load_sources, synthesis_input, synthesize, synthesize_material
 from tasks.synthesis.base import finish
 from tasks.synthesis.llm_synthesis import llm_synthesis, resolve_source
 
@@ -54,7 +54,8 @@ def test_extractive_quotes_are_verbatim_passages_of_the_cited_source():
     by_id = {s.source_id: s for s in sources}
     for citation in result.all_citations():
         assert citation.verified, citation
-        assert quote_occurs(citation.quote, by_id[citation.source_id].content_text)
+        source = by_id[citation.source_id]
+        assert source.content_text[citation.start:citation.end] == citation.quote
         assert citation.url == by_id[citation.source_id].url
         assert citation.domain == by_id[citation.source_id].domain
     assert not [w for w in result.warnings if "unverified" in w]
@@ -86,13 +87,13 @@ def test_near_identical_passages_become_one_insight_with_corroborating_citations
 def test_fabricated_quote_is_flagged_not_trusted():
     sources = make_sources()
     result = SynthesisResult(question="q", synthesized_insights=[Insight(text="claim", citations=[
-        sources[0].cite("pyproject.toml is a configuration file used by packaging tools."),
-        sources[1].cite("PEP 621 makes setup.py mandatory for every project."),
+        sources[0].cite_quote("pyproject.toml is a configuration file used by packaging tools."),
+        sources[1].cite_quote("PEP 621 makes setup.py mandatory for every project."),
     ])])
     finish(result, sources)
     real, fake = result.synthesized_insights[0].citations
     assert real.verified and not fake.verified
-    assert any("PEP 621 makes setup.py mandatory" in w and "S2" in w for w in result.warnings)
+    assert any("PEP 621 makes setup.py mandatory" in w and "peps.python.org" in w for w in result.warnings)
     assert result.synthesized_insights[0].citability == "medium"
 
 
@@ -103,7 +104,9 @@ def test_key_data_points_carry_value_unit_measure_and_citation():
                                            "Builds became 2.5x faster with caching."),
         ("https://b.example.cn/r", "B", "中国开发者市场规模达到3.2亿元。"),
     ]
-    result = extractive_synthesis(make_sources(specs), "adoption type hints market size builds faster 开发者市场规模")
+    plan = {"search_summary": {"key_dimensions": ["adoption of type hints", "packaging market", "faster builds",
+                                                  "市场规模"]}}
+    result = extractive_synthesis(make_sources(specs), "What do surveys say about Python packaging?", plan)
     points = {(p.value, p.unit): p for p in result.key_data_points}
     assert {(62.0, "%"), (3.5, "billion USD"), (2.5, "x"), (3.2, "亿元")} <= set(points)
     assert "adoption of type hints" in points[(62.0, "%")].measure
@@ -154,10 +157,13 @@ def test_chinese_question_gets_chinese_labels_and_verbatim_quotes():
     assert gap.description == "未找到关于“监管政策”的证据。"
 
 
-def test_no_lexical_match_falls_back_to_leading_passages_with_a_warning():
-    result = extractive_synthesis(make_sources(), "量子计算的商业前景如何？")
-    assert result.synthesized_insights and all(c.verified for c in result.all_citations())
-    assert result.warnings and "没有段落" in result.warnings[0]
+def test_a_question_the_sources_do_not_cover_is_a_gap_not_quoted_noise():
+    result = extractive_synthesis(make_sources(), "How do I bake sourdough bread?")
+    assert result.synthesized_insights == [] and result.all_citations() == []
+    assert result.contradictions_or_gaps[0].kind == "gap"
+    assert "do not answer this question" in result.contradictions_or_gaps[0].description
+    chinese = extractive_synthesis(make_sources(), "量子计算的商业前景如何？")
+    assert chinese.synthesized_insights == [] and "没有回答" in chinese.contradictions_or_gaps[0].description
 
 
 def test_no_sources_is_a_result_with_gaps_not_an_error():
@@ -186,11 +192,13 @@ def test_load_sources_reads_consolidated_text_best_first(settings, inbox, new_bu
     _land(settings, inbox, new_bundle, new_item)
     with open_catalog(settings) as catalog:
         sources = load_sources(catalog, "t1")
-        result = synthesize_from_lake(catalog, "t1")  # no plan, no question: the task's queries stand in
+        material = synthesis_input(catalog, "t1")  # no plan, no question: the task's queries stand in
+    result = synthesize_material(material)
     assert [s.number for s in sources] == [1, 2]
     assert sources[0].url == "https://peps.python.org/pep-0621/"
-    assert "core metadata" in sources[0].body and "Storing project metadata" in sources[0].body
-    assert sources[1].body == "Hatchling is a build backend."
+    # Quotes come from what the lake stores: the text, else the snippet; never the title.
+    assert sources[0].text.startswith("This PEP specifies") and sources[0].text_field == "content_text"
+    assert sources[1].text == "Hatchling is a build backend." and sources[1].text_field == "snippet"
     assert result.task_id == "t1" and result.question == "pyproject metadata"
     assert result.synthesized_insights and all(c.verified for c in result.all_citations())
 
@@ -198,7 +206,8 @@ def test_load_sources_reads_consolidated_text_best_first(settings, inbox, new_bu
 def test_unknown_task_synthesizes_to_no_sources_without_calling_the_model(settings):
     calls: list = []
     with open_catalog(settings) as catalog:
-        result = synthesize_from_lake(catalog, "nothing-here", PLAN, llm=CONFIG, client=mock_llm("{}", seen=calls))
+        material = synthesis_input(catalog, "nothing-here", PLAN)
+    result = synthesize_material(material, llm=CONFIG, client=mock_llm("{}", seen=calls))
     assert calls == []
     assert result.contradictions_or_gaps[0].kind == "gap" and not result.synthesized_insights
 
@@ -283,5 +292,5 @@ def test_source_references_resolve_by_number_or_id_only():
     assert resolve_source("https://peps.python.org/pep-0621/", sources).source_id == "src2"
     for bad in (0, 4, "S4", "src9", True, None, 1.5, "https://elsewhere.example.com"):
         assert resolve_source(bad, sources) is None
-    citation = sources[0].cite("q")
+    citation = sources[0].cite(0, 14)
     assert isinstance(citation, Citation) and citation.source_number == 1 and citation.domain == "packaging.python.org"

@@ -38,7 +38,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from schemas.bundle import check_identifier
 from tasks.common.settings import Settings
 from tasks.lake.catalog import CatalogBusy
-from tasks.progress.events import events_root, list_runs, runs_of_task
+from tasks.lake.files import run_logs_root
+from tasks.progress.events import list_runs, runs_of_task
 from tasks.progress.handoff import fingerprint
 from tasks.progress.web.pages import UnknownTaskPage, home_page, task_page
 
@@ -91,7 +92,7 @@ def _templates() -> Jinja2Templates:
 
 def page_routes(settings: Settings, launcher: Launcher | None) -> list:
     templates = _templates()
-    root = events_root(settings)
+    root = run_logs_root(settings)
     own_fingerprint = fingerprint(settings)
 
     def render(request: Request, name: str, status_code: int = 200, **context) -> Response:

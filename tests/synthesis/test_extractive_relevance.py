@@ -1,0 +1,115 @@
+"""What a reader of the extractive report relies on: the sentences quoted
+answer the question (not a title, not a sentence sharing one common word),
+labels come from the question's words, one page is one source, data points
+are measures, and a question the sources do not cover is said to be one."""
+
+from __future__ import annotations
+
+from tasks.synthesis.base import Source
+from tasks.synthesis.extractive import extractive_synthesis
+from tasks.synthesis.modeling import extractive_blueprint
+
+DATAMODEL = "https://docs.python.org/3.11/reference/datamodel.html"
+
+GC_PAGE = (
+    "Objects, values and types\n"
+    "*************************\n\n"
+    "Objects are Python's abstraction for data. Python does not support single-precision floating\n"
+    "point numbers; the savings in processor and memory usage are not worth it.\n\n"
+    "Objects are never explicitly destroyed; however, when they become unreachable they may be\n"
+    "garbage-collected.\n\n"
+    "CPython currently uses a reference-counting scheme with (optional) delayed detection of\n"
+    "cyclically linked garbage, which collects most objects as soon as they become unreachable,\n"
+    "but is not guaranteed to collect garbage containing circular references.\n\n"
+    "The cyclic garbage collector detects reference cycles and deletes the objects in them when\n"
+    "no outside reference keeps them alive.\n"
+)
+EXCEPTIONS_PAGE = (
+    "The try statement\n*****************\n\n"
+    "Each clause executes at most once and handles an exception group of all matching exceptions.\n"
+    "Python evaluates the expression in the except clause when the clause is reached.\n"
+)
+
+
+def source(n: int, url: str, title: str, text: str, score: float = 0.5) -> Source:
+    return Source(number=n, source_id=f"s{n}", url=url, title=title, content_text=text, score=score)
+
+
+def quotes(result) -> list[str]:
+    return [" ".join(c.quote.split()) for c in result.all_citations()]
+
+
+def test_quotes_answer_the_question_and_never_a_title_or_a_one_word_match():
+    sources = [source(1, f"{DATAMODEL}?topic=objects#objects", "Objects, values and types", GC_PAGE),
+               source(2, "https://docs.python.org/3.11/reference/compound_stmts.html?topic=try#try",
+                      "The try statement", EXCEPTIONS_PAGE)]
+    result = extractive_synthesis(sources, "How does Python's garbage collector handle reference cycles?")
+    quoted = quotes(result)
+    assert quoted[0] == ("The cyclic garbage collector detects reference cycles and deletes the objects in "
+                         "them when no outside reference keeps them alive.")
+    assert not [q for q in quoted if "single-precision" in q or "exception group" in q or "except clause" in q]
+    assert "Objects, values and types" not in quoted and "The try statement" not in quoted
+    for citation in result.all_citations():
+        text = next(s for s in sources if s.source_id == citation.source_id).content_text
+        assert text[citation.start:citation.end] == citation.quote  # verbatim, hard wraps and all
+
+
+def test_labels_are_the_questions_words_never_a_stem_or_a_framing_word():
+    text = ("A decorator is a callable that takes a function and returns a replacement function.\n\n"
+            "Decorator expressions are evaluated when the function is defined.\n")
+    sources = [source(1, "https://docs.python.org/3.11/glossary.html", "Glossary", text)]
+    for question in ("How do decorators work?", "How does a decorator work?"):
+        result = extractive_synthesis(sources, question)
+        names = {i.dimension for i in result.synthesized_insights} | {
+            d.name for d in extractive_blueprint(result).coreDrivers}
+        assert result.synthesized_insights, question
+        assert names & {"decorators", "decorator"}, names
+        assert not names & {"doe", "does", "work", "happens", "happen", "between", "do", None}, names
+
+
+def test_two_topics_of_one_page_are_one_source_and_another_page_corroborates():
+    shared = "The cyclic garbage collector detects reference cycles and deletes the objects in them."
+    one_page = [source(1, f"{DATAMODEL}?topic=customization#customization", "Basic customization",
+                       f"Intro to customization hooks for classes.\n\n{shared}\n"),
+                source(2, f"{DATAMODEL}?topic=specialnames#specialnames", "Special method names",
+                       f"Special methods are looked up on the type.\n\n{shared}\n")]
+    question = "How does the garbage collector handle reference cycles?"
+    alone = extractive_synthesis(one_page, question).synthesized_insights[0]
+    assert "other source" not in alone.text
+    assert len(alone.citations) == 1
+
+    mirror = source(3, "https://mirror.example.org/gc.html", "GC notes", f"Notes.\n\n{shared}\n")
+    both = extractive_synthesis([*one_page, mirror], question).synthesized_insights[0]
+    assert "and 1 other source" in both.text
+    assert {c.url.split("?")[0] for c in both.citations} == {DATAMODEL, "https://mirror.example.org/gc.html"}
+
+
+def test_only_measures_are_key_data_points():
+    text = ("The modulo operator always yields a result with the same sign as its second operand. For example, "
+            "-1e-100 % 1e100 has the same sign as 1e100, in order that -1e-100 % 1e100 is 1e100-1e-100.\n\n"
+            "Changed in version 3.11: the modulo operator of Python 3.11 is described in section 6.7.\n\n"
+            "The modulo operator on floats took 12 ms per million operations in the benchmark.\n")
+    sources = [source(1, "https://docs.python.org/3.11/reference/expressions.html", "Expressions", text)]
+    result = extractive_synthesis(sources, "How does the modulo operator work on floats?")
+    points = [(p.value, p.unit) for p in result.key_data_points]
+    assert points == [(12.0, "ms")]
+    assert "modulo operator on floats" in result.key_data_points[0].measure
+
+
+def test_a_question_the_sources_do_not_cover_says_so_and_quotes_nothing():
+    sources = [source(1, f"{DATAMODEL}?topic=objects#objects", "Objects, values and types", GC_PAGE)]
+    result = extractive_synthesis(sources, "How do I bake sourdough bread?")
+    assert result.synthesized_insights == [] and result.key_data_points == [] and result.all_citations() == []
+    gaps = [g.description for g in result.contradictions_or_gaps if g.kind == "gap"]
+    assert gaps[0].startswith("The sources found do not answer this question")
+    assert any("sourdough bread" in g for g in gaps)
+
+
+def test_the_answering_sentence_of_a_page_is_quoted_not_its_first_match():
+    text = ("Decorators appear in the list of compound statement features.\n\n"
+            "Functions are first-class objects in Python.\n\n"
+            "A function decorator is applied when the def statement executes: the decorator is called with the "
+            "function object and its result is bound to the function name.\n")
+    sources = [source(1, "https://docs.python.org/3.11/reference/compound_stmts.html", "Function definitions", text)]
+    result = extractive_synthesis(sources, "When is a function decorator applied to the function?")
+    assert quotes(result)[0].startswith("A function decorator is applied when the def statement executes")
