@@ -88,9 +88,6 @@ class ResearchLauncher:
         """Why a run started here ended before writing its first event."""
         return self._errors.get(task_id)
 
-    def running(self) -> list[str]:
-        return [task for task, thread in self._threads.items() if thread.is_alive()]
-
     # -- ask
     def ask(self, question: str) -> str:
         from schemas.ask import AskOptions

@@ -179,3 +179,49 @@ def test_the_server_binds_to_loopback_by_default(settings):
         assert srv.sock.getsockname()[0] == "127.0.0.1"
     finally:
         srv.sock.close()
+
+
+# -- the page's guards ---------------------------------------------------------
+
+@pytest.fixture
+def page_server(settings):
+    from flows.launcher import ResearchLauncher
+    with make_server(settings, "127.0.0.1", 0, ResearchLauncher(settings)) as srv:
+        yield srv
+
+
+def test_every_answer_carries_a_strict_content_security_policy(page_server):
+    for path in ("/", "/runs", "/static/app.css"):
+        headers = httpx.get(page_server.url + path, timeout=10).headers
+        policy = headers["content-security-policy"]
+        assert "default-src 'none'" in policy and "script-src 'self';" in policy and "unsafe" not in policy
+        assert headers["x-content-type-options"] == "nosniff"
+
+
+def test_a_form_posted_from_another_site_starts_nothing(page_server):
+    response = httpx.post(page_server.url + "/research", data={"question": "anything"},
+                          headers={"Origin": "http://evil.example"}, timeout=10)
+    assert response.status_code == 403
+    response = httpx.post(page_server.url + "/api/research", json={"question": "anything"},
+                          headers={"Sec-Fetch-Site": "cross-site"}, timeout=10)
+    assert response.status_code == 403
+
+
+def test_a_request_for_another_host_name_is_refused(page_server):
+    # a page on evil.example that resolves its name to 127.0.0.1 (DNS rebinding)
+    response = httpx.get(page_server.url + "/runs", headers={"Host": "evil.example"}, timeout=10)
+    assert response.status_code == 400
+
+
+def test_a_question_that_cannot_start_is_one_line_on_the_page(page_server):
+    response = httpx.post(page_server.url + "/research", timeout=10,
+                          data={"question": "solar panels", "providers": ["library", "goggle"]})
+    assert response.status_code == 400
+    assert "unknown provider &#39;goggle&#39;" in response.text or "unknown provider 'goggle'" in response.text
+    assert 'value="goggle"' not in response.text  # only known providers are offered
+
+
+def test_the_api_runs_nothing_for_a_caller_with_other_settings(page_server):
+    response = httpx.post(page_server.url + "/api/research", timeout=10,
+                          json={"question": "solar panels", "fingerprint": "not-these-settings"})
+    assert response.status_code == 409
