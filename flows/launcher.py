@@ -25,6 +25,10 @@ class ResearchLauncher:
         self._errors: dict[str, str] = {}
         self._threads: dict[str, threading.Thread] = {}
         self._lock = threading.Lock()
+        # Prefect's temporary server is a per-process singleton that two
+        # threads must not start at once: runs wait for the warm-up to end.
+        self._api_ready = threading.Event()
+        self._api_ready.set()
 
     # -- what the page offers
     def providers(self) -> list[str]:
@@ -67,6 +71,7 @@ class ResearchLauncher:
         from flows.prefect_api import PrefectUnavailable, run_flow
         from flows.research import research_flow
         flow = research_flow.with_options(timeout_seconds=budget.timeout_seconds)
+        self._api_ready.wait()
         try:
             state = run_flow(flow, question, task_id=task_id, library=library, providers=names,
                              max_results=max_results, target=target, demand_id=demand_id, budget=budget.to_dict())
@@ -102,10 +107,14 @@ class ResearchLauncher:
         """Import the flow and reach the Prefect API now, in the background,
         so the first run started here does not wait for them."""
         def warm() -> None:
-            from flows.prefect_api import PrefectUnavailable, reach_api
-            import flows.research  # noqa: F401
             try:
-                reach_api()
-            except PrefectUnavailable:
-                pass  # the first run reports it
+                from flows.prefect_api import PrefectUnavailable, reach_api
+                import flows.research  # noqa: F401
+                try:
+                    reach_api()
+                except PrefectUnavailable:
+                    pass  # the first run reports it
+            finally:
+                self._api_ready.set()
+        self._api_ready.clear()
         threading.Thread(target=warm, name="prefect warm-up", daemon=True).start()

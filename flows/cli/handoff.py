@@ -29,8 +29,12 @@ def hand_off(config: Settings, question: str, options: dict, budget) -> str | No
                               timeout=httpx.Timeout(HANDOFF_TIMEOUT, connect=2.0))
     except httpx.HTTPError:
         return None  # not answering: run here
-    if response.status_code in (404, 405, 409):
-        return None  # an older server, a read-only one, or other settings: run here
+    if response.status_code == 409:
+        err.print(f"the searchlake serve at {record.url} runs with other settings: running here",
+                  markup=False, highlight=False)
+        return None
+    if response.status_code in (404, 405):
+        return None  # an older or a read-only server: run here
     doc = response.json()
     if response.status_code != 200:
         raise UserError(doc.get("error", f"the server at {record.url} refused the run"))
