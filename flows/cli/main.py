@@ -128,6 +128,8 @@ def main() -> None:
     from tasks.lake.consolidation import UnknownTask
     try:
         app()
+    except SystemExit:
+        raise  # every command ends here; the clause below would import planning to check
     except (UserError, CatalogBusy, UnknownTask, _question_mismatch()) as exc:
         # args[0], not str(exc): str() of a LookupError quotes nothing, so stripping
         # quotes from it ate the closing quote of "task 'x'".
