@@ -135,11 +135,11 @@ def report(
     if not task_id:
         raise UserError("name a task with --task-id T")
     from tasks.lake.catalog import open_catalog
-    from tasks.common.llm import LLMConfig
     from tasks.reporting.report import load_report, publish_report
-    from tasks.retrieval.plan_store import selected_source_ids, stored_plan
     config = settings()
     if rebuild:
+        from tasks.common.llm import LLMConfig
+        from tasks.retrieval.plan_store import selected_source_ids, stored_plan
         with open_catalog(config, "report: plan", read_only=True) as catalog:
             plan, source_ids = stored_plan(catalog, task_id), selected_source_ids(catalog, task_id)
         publish_report(config, task_id, plan, llm=LLMConfig.from_settings(config), source_ids=source_ids)
