@@ -15,7 +15,7 @@ from flows.research_checks import (ResearchRefused, check_library, check_prerequ
                                    check_target, parse_providers, resolve_budget)
 from tasks.common.settings import Settings
 from tasks.lake.files import run_logs_root
-from tasks.progress.events import list_runs
+from tasks.progress.events import runs_of_task
 from tasks.progress.web.app import LaunchRefused
 
 
@@ -87,7 +87,7 @@ class ResearchLauncher:
             self._errors[task_id] = message
 
     def _has_events(self, task_id: str) -> bool:
-        return any(r.task_id == task_id for r in list_runs(run_logs_root(self.settings)))
+        return bool(runs_of_task(run_logs_root(self.settings), task_id))
 
     def launch_error(self, task_id: str) -> str | None:
         """Why a run started here ended before writing its first event."""
