@@ -11,7 +11,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from flows.cli.common import TaskIdOpt, UserError, app, err, out, print_top, settings
+from flows.cli.common import (TaskIdOpt, UserError, app, check_output_file, err, out, print_top, require_bundles,
+                              settings, write_output)
 
 
 @app.command()
@@ -36,6 +37,7 @@ def research(
         check_question(question)
         check_library(library)
         check_target(target)
+        config = settings()  # a usable home, before a run starts
         names = parse_providers(providers.split(",")) if providers is not None else None
         budget = resolve_budget(timeout, max_target_count, max_fallback_rounds)
         check_prerequisites(library, names, max_results)
@@ -45,7 +47,7 @@ def research(
                    max_results=max_results, target=target, demand_id=demand_id)
     if not here:
         from flows.cli.handoff import hand_off
-        trace_id = hand_off(settings(), question, options, budget)
+        trace_id = hand_off(config, question, options, budget)
         if trace_id is not None:
             raise typer.Exit(print_run_outcome(trace_id, "the run did not start"))
     raise typer.Exit(run_here(question, options, budget))
@@ -136,11 +138,14 @@ def report(
         raise UserError("name a task with --task-id T")
     from tasks.lake.catalog import open_catalog
     from tasks.reporting.report import load_report, publish_report
+    if output is not None:
+        check_output_file(output)
     config = settings()
     if rebuild:
         from tasks.common.llm import LLMConfig
         from tasks.retrieval.plan_store import selected_source_ids, stored_plan
         with open_catalog(config, "report: plan", read_only=True) as catalog:
+            require_bundles(catalog, task_id)
             plan, source_ids = stored_plan(catalog, task_id), selected_source_ids(catalog, task_id)
         publish_report(config, task_id, plan, llm=LLMConfig.from_settings(config), source_ids=source_ids)
     with open_catalog(config, "report", read_only=True) as catalog:
@@ -148,7 +153,7 @@ def report(
     if output is None:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
     else:
-        output.write_text(text, encoding="utf-8")
+        write_output(output, text)
         err.print(f"wrote {output}")
 
 
