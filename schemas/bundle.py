@@ -123,6 +123,7 @@ class SearchResultStats(BaseModel):
     kept_after_filter: Count = 0
     failed_count: Count = 0
     dedup_count: Count = 0
+    duration_ms: Count | None = None  # how long the search call took
 
     @classmethod
     def of(cls, results: list[SearchResultItem], *, total_returned: int | None = None,
@@ -216,6 +217,7 @@ class _FastStats(TypedDict, total=False):
     kept_after_filter: Count
     failed_count: Count
     dedup_count: Count
+    duration_ms: Count | None
 
 
 class _FastBundle(TypedDict, total=False):

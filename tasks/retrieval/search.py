@@ -4,6 +4,7 @@ provider's failure lands as evidence instead of failing the run."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -50,15 +51,23 @@ def route(plan: ResearchPlan, providers: dict[str, Provider]) -> list[SearchCall
 def search_bundle(provider: Provider, call: SearchCall, *, task_id: str, max_results: int,
                   settings: Settings, client: httpx.Client | None = None) -> SearchResultBundle:
     executed_at = datetime.now(timezone.utc)
+    started = time.monotonic()
     try:
         hits = provider.search(call.query, max_results)
     except RemoteError as exc:
-        return failed_bundle(call, task_id, executed_at, exc.code, str(exc), provider.endpoint, exc.http_status)
+        bundle = failed_bundle(call, task_id, executed_at, exc.code, str(exc), provider.endpoint, exc.http_status)
+        bundle.stats.duration_ms = _elapsed_ms(started)
+        return bundle
     bundle = hits_bundle(call, hits, task_id=task_id, executed_at=executed_at,
                          max_results=max_results, settings=settings)
+    bundle.stats.duration_ms = _elapsed_ms(started)  # the call itself; page fetches below are not search latency
     if settings.fetch_content and client is not None:
         add_page_text(bundle, settings, client)
     return bundle
+
+
+def _elapsed_ms(started: float) -> int:
+    return round((time.monotonic() - started) * 1000)
 
 
 def add_page_text(bundle: SearchResultBundle, settings: Settings, client: httpx.Client) -> None:
