@@ -28,12 +28,14 @@ def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Bundle files or folders of them")],
     task_id: TaskIdOpt = None,
     replace: Annotated[bool, typer.Option(help="Replace a different bundle with the same task and query")] = False,
+    library: Annotated[list[Path] | None, typer.Option(
+        "--library", help="A library folder the bundles' file: URLs may point into (repeatable)")] = None,
 ) -> None:
     """Land bundle files written by other agents."""
     from tasks.lake.catalog import open_catalog
     from tasks.lake.landing import land_files
     with open_catalog(settings(), "ingest") as catalog:
-        report = land_files(catalog, paths, task_id=task_id, replace=replace)
+        report = land_files(catalog, paths, task_id=task_id, replace=replace, libraries=library or ())
     print_landing(report)
     if report.refused:
         raise typer.Exit(1)

@@ -36,6 +36,9 @@ class ApiProvider:
     endpoint: ClassVar[str]
     key_setting: ClassVar[str | None] = None
     key_required: ClassVar[bool] = True
+    reads_intent: ClassVar[bool] = False
+    max_concurrency: ClassVar[int] = 64
+    min_interval_seconds: ClassVar[float] = 0.0
 
     def __init__(self, settings: Settings, client: httpx.Client):
         self.settings = settings

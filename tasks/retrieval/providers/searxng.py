@@ -33,7 +33,7 @@ CATEGORY_BY_INTENT = {"news": "news", "academic": "science"}
 class SearxngProvider(ApiProvider):
     name = "searxng"
     intents = frozenset({"web", "news"})
-    uses_intent = True  # the request differs by intent (news vs general)
+    reads_intent = True  # the request differs by intent (news vs general)
     # Replaced per instance by the configured URL; until then a reserved
     # (.invalid, RFC 2606) name, still a valid URL for a failed item.
     endpoint = "https://searxng.invalid/search"

@@ -5,14 +5,18 @@ touches the catalog; tasks/retrieval/providers/library/index.py indexes what thi
 A *corpus* is one source of documents:
 - a folder of the user's documents (`settings.library`): Markdown (.md,
   .markdown), text (.txt, .rst), HTML (.html, .htm), and PDF when the optional
-  `pypdf` package is installed. Hidden files and folders are not walked;
+  `pypdf` package is installed. Hidden files and folders are not walked,
+  nor SKIPPED_DIRS (documentation build artefacts such as Sphinx's
+  `_sources` and `_static`);
   files of other types are ignored. Document URLs are `file://` URLs.
 - with no folder configured, Python's language reference as shipped with
   every CPython (`pydoc_data.topics`): one document per topic, with its
   docs.python.org URL (see PYDOC_PAGES) — offline, nothing to download.
 
 Files that cannot be read or have no text become `Skip`s (path, reason) from
-the walk, or `SkipFile` from `extract`, for the caller's error log.
+the walk, or `SkipFile` from `extract`, for the caller's error log. So do
+files whose real path (links followed) lies outside the folder, and files
+whose name is not valid UTF-8.
 
 Passages: paragraphs (blank-line separated) packed into spans of at most
 PASSAGE_CHARS characters (about 250 English words); longer paragraphs are
@@ -37,6 +41,9 @@ SUFFIX_KINDS = {
     ".html": "html", ".htm": "html",
     ".pdf": "pdf",
 }
+# Build artefacts of documentation generators: Sphinx's copies of the page
+# sources and its highlighted module code would double every page.
+SKIPPED_DIRS = frozenset({"_sources", "_static", "_images", "_downloads", "_modules", "node_modules", "__pycache__"})
 MAX_FILE_BYTES = 50_000_000  # larger files are skipped: not "documents" one reads
 PASSAGE_CHARS = 1500
 
@@ -91,10 +98,10 @@ def walk_folder(root: Path) -> Iterator[DocumentFile | Skip]:
 
     def on_error(error: OSError) -> None:
         where = Path(error.filename).relative_to(root).as_posix() if error.filename else "."
-        failed_dirs.append(Skip(where, f"unreadable folder: {error.strerror or error}"))
+        failed_dirs.append(Skip(_shown(where), f"unreadable folder: {error.strerror or error}"))
 
     for dirpath, dirnames, filenames in os.walk(root, onerror=on_error):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in SKIPPED_DIRS)
         for name in sorted(filenames):
             kind = SUFFIX_KINDS.get(Path(name).suffix.lower())
             if name.startswith(".") or kind is None:
@@ -105,15 +112,36 @@ def walk_folder(root: Path) -> Iterator[DocumentFile | Skip]:
 
 def _candidate(root: Path, path: Path, kind: str) -> DocumentFile | Skip:
     relative = path.relative_to(root).as_posix()
+    if not _is_utf8(relative):  # the name cannot become a URL, a path column or a log line
+        return Skip(_shown(relative), "file name is not valid UTF-8")
     try:
-        info = path.stat()  # follows symlinks: a dangling one fails here
-    except OSError as error:
-        return Skip(relative, f"unreadable: {error.strerror or error}")
+        # Only what lies inside the library is read: a link is followed to its
+        # target, and a target outside the folder is skipped.
+        target = path.resolve(strict=True)  # a dangling link fails here
+        info = target.stat()
+    except (OSError, RuntimeError) as error:  # RuntimeError: a symlink loop
+        return Skip(relative, f"unreadable: {getattr(error, 'strerror', None) or error}")
+    if not target.is_relative_to(root):
+        return Skip(relative, "a link to a file outside the library folder")
     if not stat.S_ISREG(info.st_mode):  # a FIFO named x.txt would block a read
         return Skip(relative, "not a regular file")
     if info.st_size > MAX_FILE_BYTES:
         return Skip(relative, f"too large ({info.st_size:,} bytes; limit {MAX_FILE_BYTES:,})")
-    return DocumentFile(relative, path.as_uri(), kind, info.st_mtime, info.st_size, path.read_bytes)
+    return DocumentFile(relative, path.as_uri(), kind, info.st_mtime, info.st_size, target.read_bytes)
+
+
+def _is_utf8(name: str) -> bool:
+    """False for a name os.walk decoded with surrogate escapes (not UTF-8 on disk)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _shown(name: str) -> str:
+    """A name that is not UTF-8, printable: its undecodable bytes as \\xNN."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
 
 
 # -- Python's own documentation -----------------------------------------------
@@ -264,6 +292,14 @@ def _first_line(text: str) -> str | None:
     return next((line.strip() for line in text.split("\n") if line.strip()), None)
 
 
+# Within a page, its main content when it marks one (Sphinx, MkDocs, Read the
+# Docs and most site generators do): navigation, sidebars and footers repeat
+# on every page and would match every query.
+_MAIN = ("[role=main]", "main", "article", "div.body")
+_CHROME = ("nav,header,footer,aside,[role=navigation],[role=search],[role=contentinfo],.sphinxsidebar,.related,"
+           ".footer,a.headerlink")
+NAVIGATION_LINK_SHARE = 0.6  # a page whose text is mostly link text is an index of other pages
+
 _BLOCKS = ("p,div,section,article,main,header,footer,aside,blockquote,pre,table,tr,ul,ol,li,dl,dt,dd,"
            "h1,h2,h3,h4,h5,h6,br,hr,figure,figcaption,form,fieldset,details,summary")
 _HIDDEN = "script,style,noscript,template,svg,nav,iframe,object"
@@ -273,20 +309,30 @@ def _html(markup: str) -> tuple[str | None, str]:
     from selectolax.lexbor import LexborHTMLParser
 
     tree = LexborHTMLParser(markup)
-    title_node = tree.css_first("title") or tree.css_first("h1")
-    title = " ".join(title_node.text().split()) if title_node else None
     for node in tree.css(_HIDDEN):
         node.decompose()
+    root = next((node for node in map(tree.css_first, _MAIN) if node is not None), None) or tree.body or tree.root
+    for node in root.css(_CHROME) if root else []:
+        node.decompose()
+    title_node = tree.css_first("title") or (root.css_first("h1") if root else None)
+    title = " ".join(title_node.text().split()) if title_node else None
+    if root is not None and _mostly_links(root):
+        raise SkipFile("a navigation page (mostly links)")
     # Blocks become blank-line separated paragraphs, so passages keep the
     # document's structure instead of one run-on line.
-    for node in tree.css(_BLOCKS):
+    for node in root.css(_BLOCKS) if root else []:
         node.insert_before("\n\n")
         node.insert_after("\n\n")
-    root = tree.body or tree.root
     raw = root.text(separator="", strip=False) if root else ""
     lines = (" ".join(line.split()) for line in raw.split("\n"))
     text = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
     return title or None, text
+
+
+def _mostly_links(root) -> bool:
+    text = len(" ".join(root.text(separator=" ").split()))
+    linked = sum(len(" ".join(a.text(separator=" ").split())) for a in root.css("a"))
+    return text > 0 and linked / text > NAVIGATION_LINK_SHARE
 
 
 def _pdf(data: bytes) -> tuple[str | None, str]:
