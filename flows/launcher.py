@@ -9,6 +9,7 @@ for this process) is reached once, not once per run."""
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
 from flows.research_checks import (ResearchRefused, check_library, check_prerequisites, check_question,
@@ -25,6 +26,7 @@ class ResearchLauncher:
         self._errors: dict[str, str] = {}
         self._threads: dict[str, threading.Thread] = {}
         self._lock = threading.Lock()
+        self._last_run_ended = time.monotonic()
         # Prefect's temporary server is a per-process singleton that two
         # threads must not start at once: runs wait for the warm-up to end.
         self._api_ready = threading.Event()
@@ -67,7 +69,13 @@ class ResearchLauncher:
         thread.start()
         return task_id
 
-    def _run(self, question, task_id, library, names, max_results, target, demand_id, budget) -> None:
+    def _run(self, *args) -> None:
+        try:
+            self._run_flow(*args)
+        finally:
+            self._last_run_ended = time.monotonic()
+
+    def _run_flow(self, question, task_id, library, names, max_results, target, demand_id, budget) -> None:
         from flows.prefect_api import PrefectUnavailable, run_flow
         from flows.research import research_flow
         flow = research_flow.with_options(timeout_seconds=budget.timeout_seconds)
@@ -88,6 +96,19 @@ class ResearchLauncher:
 
     def _has_events(self, task_id: str) -> bool:
         return bool(runs_of_task(run_logs_root(self.settings), task_id))
+
+    def _running(self) -> list[threading.Thread]:
+        with self._lock:
+            return [thread for thread in self._threads.values() if thread.is_alive()]
+
+    def last_run_ended(self) -> float | None:
+        """When the last run ended (time.monotonic()), None while one runs."""
+        return None if self._running() else self._last_run_ended
+
+    def wait_for_runs(self) -> None:
+        """Let the runs in progress end (a run started as the server was stopping)."""
+        for thread in self._running():
+            thread.join()
 
     def launch_error(self, task_id: str) -> str | None:
         """Why a run started here ended before writing its first event."""

@@ -86,9 +86,11 @@ def inbox(tmp_path) -> BundleFiles:
 
 def clean_env(home: Path) -> dict[str, str]:
     """The process environment with only our SEARCHLAKE_HOME, so a developer's
-    own SEARCHLAKE_* variables cannot leak into a test."""
+    own SEARCHLAKE_* variables cannot leak into a test; `research` does not
+    start a background server (a test that wants one says so)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SEARCHLAKE_")}
     env["SEARCHLAKE_HOME"] = str(home)
+    env["SEARCHLAKE_AUTOSERVE"] = "false"
     env["COLUMNS"] = "250"  # rich wraps tables at 80 columns otherwise
     return env
 
@@ -99,6 +101,7 @@ def settings(tmp_path, monkeypatch) -> Settings:
     for name in [k for k in os.environ if k.startswith("SEARCHLAKE_")]:
         monkeypatch.delenv(name)
     monkeypatch.setenv("SEARCHLAKE_HOME", str(home))
+    monkeypatch.setenv("SEARCHLAKE_AUTOSERVE", "false")
     monkeypatch.chdir(tmp_path)  # keep a stray .env out of Settings
     return Settings()
 

@@ -14,10 +14,12 @@ HANDOFF_TIMEOUT = 300.0  # s for the server to start the run (Prefect may be sta
 
 
 def hand_off(config: Settings, question: str, options: dict, budget) -> str | None:
-    """The trace id of a run started in a running server of this home, None
-    when there is no such server (or it runs with other settings)."""
-    from tasks.progress.handoff import ServeRecord, fingerprint
-    record = ServeRecord.read(config)
+    """The trace id of a run started in a server of this home and these
+    settings (started now when there is none, see flows/cli/autoserve.py);
+    None when the run is to run here."""
+    from flows.cli.autoserve import server_for
+    from tasks.progress.handoff import fingerprint
+    record = server_for(config)
     if record is None:
         return None
     import httpx

@@ -27,7 +27,7 @@ def research(
     timeout: Annotated[Optional[int], typer.Option(help="Run timeout in seconds, >= 30 (PIPELINE_TIMEOUT)")] = None,
     max_target_count: Annotated[Optional[int], typer.Option(help="Cap on --target, 1-200 (PIPELINE_MAX_TARGET_COUNT)")] = None,
     max_fallback_rounds: Annotated[Optional[int], typer.Option(help="0-5 (PIPELINE_MAX_FALLBACK_ROUNDS)")] = None,
-    here: Annotated[bool, typer.Option("--here", help="Run in this process even when a `searchlake serve` is running")] = False,
+    here: Annotated[bool, typer.Option("--here", help="Run in this process, not in a `searchlake serve` (running or started for it)")] = False,
 ) -> None:
     """A governed research run: plan, search in parallel, land, consolidate,
     filter, report. Exit status 0 when the run completes, 1 when it fails."""
@@ -201,12 +201,16 @@ def ask(
 def serve(
     host: Annotated[Optional[str], typer.Option(help="Address to bind (default 127.0.0.1)")] = None,
     port: Annotated[Optional[int], typer.Option(help="Port (default 8765; 0 picks a free one)")] = None,
+    idle_minutes: Annotated[Optional[float], typer.Option(
+        help="Stop after this many minutes with no run and no request (default: keep running)")] = None,
 ) -> None:
     """Serve the web page (ask, watch, read) and the progress-event stream;
     `searchlake research` runs in this server while it is up."""
     from flows.launcher import ResearchLauncher
     from tasks.progress.handoff import ServeRecord, fingerprint, remove_record
     from tasks.progress.serve import ServeError, make_server
+    if idle_minutes is not None and not idle_minutes > 0:
+        raise UserError(f"--idle-minutes must be more than 0, not {idle_minutes:g}")
     config = settings()
     launcher = ResearchLauncher(config)
     try:
@@ -214,11 +218,14 @@ def serve(
     except ServeError as exc:
         raise UserError(str(exc)) from None
     launcher.warm_up()
+    if idle_minutes is not None:
+        server.stop_when_idle(idle_minutes * 60, launcher.last_run_ended)
     # uvicorn re-raises a caught SIGTERM once it has shut down: make that end
     # like Ctrl-C, so the record below is removed
     signal.signal(signal.SIGTERM, _interrupt)
     ServeRecord(server.url, os.getpid(), fingerprint(config)).write(config)
-    err.print(f"searchlake on {server.url}/  (lake {config.lake_root}; Ctrl-C stops it)",
+    stops = f"stops after {idle_minutes:g} min idle or on Ctrl-C" if idle_minutes else "Ctrl-C stops it"
+    err.print(f"searchlake on {server.url}/  (lake {config.lake_root}; pid {os.getpid()}; {stops})",
               markup=False, highlight=False)
     try:
         server.serve_forever()
@@ -226,6 +233,10 @@ def serve(
         pass
     finally:
         remove_record(config, os.getpid())
+    if server.stopped_idle:
+        launcher.wait_for_runs()  # one handed over as the server was stopping
+        err.print(f"searchlake serve stopped: nothing to do for {idle_minutes:g} min", markup=False,
+                  highlight=False)
 
 
 def _interrupt(signum, frame) -> None:

@@ -84,6 +84,9 @@ class Settings(BaseSettings):
     # `searchlake serve`: the progress-event stream (no auth: loopback by default)
     serve_host: str = "127.0.0.1"
     serve_port: int = Field(default=8765, ge=0, le=65535)
+    autoserve: bool = Field(default=True, description="`research` starts a background `serve` to run in")
+    serve_idle_minutes: float = Field(default=15.0, gt=0,
+                                      description="A background `serve` stops after this long with nothing to do")
 
     def budget(self, overrides: Mapping[str, Any] | None = None,
                option_names: Mapping[str, str] | None = None) -> Budget:

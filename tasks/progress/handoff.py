@@ -4,7 +4,7 @@ research` hands its run to it instead of paying for Prefect's start-up again.
 The server writes `<home>/serve.json` ({url, pid, fingerprint}) when it
 starts and removes it when it stops. A command uses that server only when
 the process is alive, it answers, and it was started with the same settings
-(the fingerprint: a hash over every setting, secrets included, so a key set
+(the fingerprint: a hash over every setting a run reads, secrets included, so a key set
 in one shell and not the other means "run here" — never "run without the
 key"). Light on purpose: no web framework is imported here."""
 
@@ -21,11 +21,13 @@ from pydantic import SecretStr
 from tasks.common.settings import Settings
 
 RECORD = "serve.json"
+# How a server is started and stopped, not how it runs research: left out of the fingerprint.
+SERVER_ONLY = frozenset({"serve_host", "serve_port", "autoserve", "serve_idle_minutes"})
 
 
 def fingerprint(settings: Settings) -> str:
     values = {name: value.get_secret_value() if isinstance(value, SecretStr) else value
-              for name, value in settings.model_dump().items()}
+              for name, value in settings.model_dump().items() if name not in SERVER_ONLY}
     return hashlib.sha256(json.dumps(values, sort_keys=True, default=str).encode()).hexdigest()
 
 

@@ -23,6 +23,8 @@ from __future__ import annotations
 import logging
 import socket
 import threading
+import time
+from collections.abc import Callable
 from datetime import datetime, timezone
 from ipaddress import ip_address
 from pathlib import Path
@@ -118,15 +120,55 @@ def allowed_hosts_for(host: str) -> list[str]:
     return sorted({"127.0.0.1", "localhost", host})
 
 
+class Activity:
+    """The app, counting the requests in flight and remembering when the
+    last one ended, so the server can tell how long it has had nothing to do."""
+
+    def __init__(self, app):
+        self.app = app
+        self.in_flight = 0
+        self.last_request = time.monotonic()
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        self.in_flight += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.in_flight -= 1
+            self.last_request = time.monotonic()
+
+    def idle_seconds(self, last_work: float | None) -> float:
+        """Seconds since the last request and the last piece of work ended
+        (`last_work`: a monotonic time, None while work is in progress)."""
+        if self.in_flight or last_work is None:
+            return 0.0
+        return time.monotonic() - max(self.last_request, last_work)
+
+
 class WebServer:
     """uvicorn serving the app on an already bound socket, in this thread
     (`serve_forever`) or in a background one (`start`/`stop`, for tests)."""
 
     def __init__(self, app: Starlette, sock: socket.socket):
         self.sock = sock
-        self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off",
+        self.activity = Activity(app)
+        self.server = uvicorn.Server(uvicorn.Config(self.activity, log_level="warning", lifespan="off",
                                                     timeout_graceful_shutdown=1))
         self.thread: threading.Thread | None = None
+        self.stopped_idle = False
+
+    def stop_when_idle(self, seconds: float, last_work: Callable[[], float | None]) -> None:
+        """Stop serving once nothing happened for `seconds`: no request and no
+        work (`last_work()`: when the last ended, None while one runs)."""
+        def watch() -> None:
+            while not self.server.should_exit:
+                time.sleep(min(5.0, seconds / 4))
+                if self.activity.idle_seconds(last_work()) >= seconds:
+                    self.stopped_idle = True
+                    self.server.should_exit = True
+        threading.Thread(target=watch, daemon=True, name="searchlake-idle").start()
 
     @property
     def url(self) -> str:

@@ -7,15 +7,20 @@ prints."""
 from __future__ import annotations
 
 import json
+import os
+import re
+import signal
 import socket
 import subprocess
 import time
+from pathlib import Path
 
 import httpx
 import pytest
 from tests.research_helpers import BUDGET_ENV, PROVIDER_KEYS, QUESTION, write_library
 
 from tasks.common.settings import Settings
+from flows.cli.autoserve import LOG
 from tasks.progress.handoff import ServeRecord, fingerprint, record_path
 
 
@@ -81,6 +86,20 @@ def test_the_fingerprint_changes_with_any_setting_and_hides_secrets(settings, mo
     assert fingerprint(Settings()) != with_key
 
 
+def test_how_a_server_starts_and_stops_is_not_part_of_the_fingerprint(settings, monkeypatch):
+    same = fingerprint(Settings())
+    for name, value in {"SEARCHLAKE_AUTOSERVE": "true", "SEARCHLAKE_SERVE_IDLE_MINUTES": "1",
+                        "SEARCHLAKE_SERVE_PORT": "9000"}.items():
+        monkeypatch.setenv(name, value)
+    assert fingerprint(Settings()) == same
+
+
+def test_an_idle_time_that_is_not_positive_is_one_line(user, error_lines_of):
+    done = user.run("serve", "--port", "0", "--idle-minutes", "0", timeout=30)
+    assert done.returncode == 2
+    assert error_lines_of(done.stderr) == ["error: --idle-minutes must be more than 0, not 0"]
+
+
 def test_a_record_of_a_dead_server_is_ignored(settings):
     dead = subprocess.Popen(["true"])
     dead.wait()
@@ -121,3 +140,72 @@ def wait_for_record(home, server: subprocess.Popen, timeout: float = 60) -> dict
             return json.loads(path.read_text())
         time.sleep(0.1)
     raise AssertionError("serve wrote no record")
+
+
+def test_research_starts_a_background_server_that_stops_when_idle(user, lake, error_lines_of):
+    """Two commands started together start one server and both run in it; a
+    command with other settings starts its own; every server stops by itself
+    after the idle time, leaving no process behind."""
+    env = {"SEARCHLAKE_AUTOSERVE": "true", "SEARCHLAKE_SERVE_IDLE_MINUTES": "0.1",  # 6 s
+           "SEARCHLAKE_MAX_QUERIES_PER_INTENT": "1"}
+    args = (QUESTION, "--library", str(user.library), "--target", "2")
+    log = Path(user.home) / LOG
+    servers: set[int] = set()
+    try:
+        together = [user.popen("research", *args, "--task-id", f"auto-{n}", **env) for n in (1, 2)]
+        outcomes = [(p.wait(timeout=600), *p.communicate()) for p in together]
+        for code, stdout, stderr in outcomes:
+            servers |= started_pids(stderr)
+            assert code == 0 and "status:        complete" in stdout, stderr
+            assert not error_lines_of(stderr)
+        (url,) = {re.search(r"running in searchlake serve at (\S+)", stderr)[1] for _, _, stderr in outcomes}
+        assert len(servers) == 1 and sum("started searchlake serve" in e for _, _, e in outcomes) == 1
+        assert log.read_text().count("searchlake on ") == 1
+
+        # other settings: the running server is not used, a new one is started
+        other = user.run("research", *args, "--task-id", "auto-3", timeout=600,
+                         **{**env, "SEARCHLAKE_MAX_QUERIES_PER_INTENT": "2"})
+        servers |= started_pids(other.stderr)
+        assert other.returncode == 0, other.stderr
+        assert len(servers) == 2 and url not in other.stderr
+        statuses = lake.rows("SELECT task_id, status FROM runs WHERE task_id LIKE 'auto-%' ORDER BY 1")
+        assert statuses == [("auto-1", "complete"), ("auto-2", "complete"), ("auto-3", "complete")]
+
+        for pid in servers:
+            assert wait_for_session_end(pid, timeout=120) == [], f"server {pid} still running"
+        assert log.read_text().count("searchlake serve stopped: nothing to do for 0.1 min") == 2
+        assert not record_path(Settings(home=user.home)).exists()
+    finally:
+        for pid in servers:
+            stop_session(pid)
+
+
+def started_pids(stderr: str) -> set[int]:
+    return {int(pid) for pid in re.findall(r"started searchlake serve at \S+ \(pid (\d+)", stderr)}
+
+
+def session_members(sid: int) -> list[int]:
+    """Live processes of the session (a background server starts its own)."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            state, _, _, session = (entry / "stat").read_text().rsplit(")", 1)[1].split()[:4]
+        except (OSError, ValueError):
+            continue
+        if int(session) == sid and state != "Z":
+            members.append(int(entry.name))
+    return members
+
+
+def wait_for_session_end(sid: int, timeout: float) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while (members := session_members(sid)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return members
+
+
+def stop_session(sid: int) -> None:
+    if session_members(sid):
+        os.killpg(sid, signal.SIGKILL)
