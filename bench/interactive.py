@@ -5,9 +5,12 @@ work they do, in one run on one machine.
 
 For each command, the median of --repeat runs of:
   * research: `searchlake research` on the embedded default (the Python
-    documentation library) while a `searchlake serve` runs (the run is handed
-    to it), and with --here (this process runs the flow: Prefect's temporary
-    server); its work is the run's own stage time (runs.elapsed_seconds);
+    documentation library) as a user runs it: the first command starts the
+    background `searchlake serve` and hands its run to it (cold), the next
+    one finds that server running (warm), and --here runs the flow in the
+    command's own process (Prefect's temporary server); each round stops the
+    server so the next cold run is cold again; its work is the run's own stage
+    time (runs.elapsed_seconds);
   * sql, report: the command as a process; its work is the same call
     (open the catalog, run the query / load the report) timed in this process;
   * ask: the command against a fake OpenRouter on 127.0.0.1; its work is the
@@ -20,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -72,6 +76,24 @@ def run_elapsed(home: Path, stdout: str) -> float:
         return catalog.con.execute("SELECT elapsed_seconds FROM runs WHERE trace_id = ?", [trace]).fetchone()[0]
 
 
+def stop_server(home: Path) -> None:
+    """Stop the background server the research commands started, and wait until it is gone."""
+    try:
+        pid = json.loads((home / "serve.json").read_text())["pid"]
+    except (OSError, ValueError, KeyError):
+        return
+    os.kill(pid, signal.SIGTERM)
+    while running(pid):
+        time.sleep(0.2)
+
+
+def running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def in_process(work) -> float:
     started = time.perf_counter()
     work()
@@ -97,21 +119,17 @@ def main() -> None:
         rows.setdefault(name, []).append((whole, work))
         print(f"  {name}: process {whole:.2f} s, work {work:.2f} s, ratio {whole / work:.2f}", flush=True)
 
-    server = subprocess.Popen(searchlake("serve", "--port", "0"), env=env, cwd=ROOT,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        while not (home / "serve.json").exists():
-            time.sleep(0.1)
-        # the server's first run waits for its Prefect start-up: not counted
-        print("warming up the server (its first run, not counted)", flush=True)
-        timed(searchlake("research", QUESTION, "--task-id", "warm-up"), env)
-        for i in range(args.repeat):
-            whole, done = timed(searchlake("research", QUESTION, "--task-id", f"served-{i}"), env)
-            assert done.returncode == 0 and "running in searchlake serve" in done.stderr, done.stderr
-            record("research (serve running)", whole, run_elapsed(home, done.stdout))
-    finally:
-        server.terminate()
-        server.wait(timeout=60)
+    for i in range(args.repeat):
+        try:
+            whole, done = timed(searchlake("research", QUESTION, "--task-id", f"cold-{i}"), env)
+            assert done.returncode == 0 and "started searchlake serve" in done.stderr, done.stderr
+            record("research, first command (starts searchlake serve)", whole, run_elapsed(home, done.stdout))
+            whole, done = timed(searchlake("research", QUESTION, "--task-id", f"warm-{i}"), env)
+            assert done.returncode == 0 and "started searchlake serve" not in done.stderr, done.stderr
+            assert "running in searchlake serve" in done.stderr, done.stderr
+            record("research, later commands (searchlake serve running)", whole, run_elapsed(home, done.stdout))
+        finally:
+            stop_server(home)
     for i in range(args.repeat):
         whole, done = timed(searchlake("research", QUESTION, "--task-id", f"here-{i}", "--here"), env)
         assert done.returncode == 0, done.stderr
@@ -132,7 +150,7 @@ def main() -> None:
 
     def report_work() -> None:
         with open_catalog(settings, "bench", read_only=True) as catalog:
-            load_report(catalog, "served-0", "md")
+            load_report(catalog, "warm-0", "md")
 
     def ask_work() -> None:
         ask(settings, "What finds reference cycles?", AskOptions(task_id="ask-bench"))
@@ -141,7 +159,7 @@ def main() -> None:
         whole, done = timed(searchlake("sql", query), env)
         assert done.returncode == 0, done.stderr
         record("sql", whole, in_process(sql_work))
-        whole, done = timed(searchlake("report", "--task-id", "served-0"), env)
+        whole, done = timed(searchlake("report", "--task-id", "warm-0"), env)
         assert done.returncode == 0, done.stderr
         record("report", whole, in_process(report_work))
         whole, done = timed(searchlake("ask", "What finds reference cycles?", "--task-id", "ask-bench"), env)
