@@ -12,6 +12,7 @@ import asyncio
 import re
 import time
 import uuid
+from dataclasses import replace
 from datetime import datetime, timezone
 
 from flows import common  # noqa: F401  (sets Prefect defaults before import)
@@ -26,13 +27,16 @@ from flows.research_tasks import (candidates_task, coarse_filter_task, consolida
 from flows.run_view import RunView
 from schemas.plan import ResearchPlan
 from tasks.common.settings import research_settings
-from tasks.governance.gates import build_output, filter_sufficiency, output_check, search_completeness, unused_keywords
+from tasks.governance.gates import (build_output, filter_sufficiency, output_check, search_completeness, threshold,
+                                    unused_keywords)
 from tasks.common.http import make_client
 from tasks.governance.preflight import preflight
 from tasks.retrieval.providers.registry import enabled_names, provider_class
 from tasks.governance.filters import aggregate_publishers
 from tasks.governance.runs import finish_run, record_outcome, start_run
-from tasks.retrieval.search import route
+from tasks.retrieval.search import SearchCall, route
+
+MAX_RESULTS = 50  # per query and provider: the deepest a search goes to reach the candidate target
 
 
 class GateAbort(RuntimeError):
@@ -96,6 +100,8 @@ def run_failure(exc: BaseException, elapsed: float) -> tuple[str, str]:
     reaches us then is a CancelledError with no message, not a TimeoutError."""
     if isinstance(exc, asyncio.CancelledError):
         return "timed_out", f"TimeoutError: the run exceeded its time budget after {elapsed:.1f} s"
+    if isinstance(exc, GateAbort):  # its message says what happened and what to do
+        return "failed", str(exc).splitlines()[0]
     status = "timed_out" if "timeout" in type(exc).__name__.lower() else "failed"
     return status, f"{type(exc).__name__}: {exc}".splitlines()[0]
 
@@ -107,10 +113,9 @@ def _run(question, task_id, trace_id, names, target, budget, policy, settings, c
     if "library" in names:
         with view.stage("index", "indexing the library") as detail:
             detail["library"] = index_library_task(task_id, settings)
-    search_stats = _search(plan, task_id, names, settings, client, view, "search")
-    candidates = _consolidate(task_id, settings, view)
+    search_stats, candidates = _search_to_target(plan, task_id, names, target, policy, settings, client, view)
     counts["candidate_count"] = len(candidates)
-    _gate(view, search_completeness(len(candidates), target, policy))
+    _gate(view, search_completeness(len(candidates), target, policy, deepest=search_stats["deepest"]))
 
     rounds = 0
     while True:
@@ -144,14 +149,41 @@ def _run(question, task_id, trace_id, names, target, budget, policy, settings, c
             "report": reports.get("html"), "reports": reports, "output": output_key}
 
 
-def _search(plan: ResearchPlan, task_id, names, settings, client, view, stage: str) -> dict:
+def _search_to_target(plan: ResearchPlan, task_id, names, target, policy, settings, client, view) -> tuple[dict, list]:
+    """Search until the task holds target × min_candidate_multiplier
+    candidates: each further round asks every planned query for twice as many
+    results (up to MAX_RESULTS), and stops early when a round brings nothing
+    new (the providers are exhausted). The completeness gate judges after."""
+    stats = _search(plan, task_id, names, settings, client, view, "search")
+    candidates = _consolidate(task_id, settings, view)
+    needed, depth = threshold(target, policy.min_candidate_multiplier), settings.max_results
+    while len(candidates) < needed and depth < MAX_RESULTS:
+        depth = min(MAX_RESULTS, depth * 2)
+        more = _search(plan, task_id, names, settings, client, view, "deeper_search", depth=depth)
+        stats = {key: stats[key] + more[key] for key in ("searches", "resumed", "failed_searches")}
+        found = len(candidates)
+        candidates = _consolidate(task_id, settings, view)
+        if len(candidates) == found:
+            break
+    return {**stats, "deepest": depth}, candidates
+
+
+def deeper(calls: list[SearchCall], depth: int) -> list[SearchCall]:
+    """The same searches asking for `depth` results, under query ids of their
+    own (q1.library.n20) so that a resumed run knows which depths landed."""
+    return [replace(call, query=replace(call.query, query_id=f"{call.query.query_id}.n{depth}")) for call in calls]
+
+
+def _search(plan: ResearchPlan, task_id, names, settings, client, view, stage: str, depth: int | None = None) -> dict:
     calls = route(plan, {name: provider_class(name) for name in names})
+    if depth is not None:
+        calls = deeper(calls, depth)
     landed = landed_task(task_id, settings)
     pending = [call for call in calls if call.query.query_id not in landed]
     failed = 0
-    with view.stage(stage, f"searching {len(names)} providers") as detail:
+    with view.stage(stage, f"searching {len(names)} providers" + (f", {depth} results each" if depth else "")) as detail:
         view.searches_planned(len(pending))
-        futures = [search_task.submit(call, task_id, settings, client) for call in pending]
+        futures = [search_task.submit(call, task_id, settings, client, depth) for call in pending]
         for future in as_completed(futures):
             provider, query_id, items, call_failed = future.result()
             failed += call_failed
@@ -189,7 +221,7 @@ def _filter(question, candidates, policy, target, names, settings, client, view)
 def _gate(view: RunView, result) -> None:
     view.gate(result)
     if result.outcome == "abort":
-        raise GateAbort(f"{result.gate}: {result.reason}")
+        raise GateAbort(result.reason)
 
 
 def run_plan_lines(trace_id, task_id, question, names, target, budget, policy, policy_source) -> list[str]:

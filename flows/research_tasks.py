@@ -21,8 +21,7 @@ from tasks.retrieval.providers.library.index import index_library
 from tasks.common.llm import LLMConfig
 from tasks.retrieval.planning import PlanOutcome, plan_question
 from tasks.governance.policy import load_policy
-from tasks.retrieval.providers.library.provider import LibraryProvider
-from tasks.retrieval.providers.registry import build_provider, provider_class
+from tasks.retrieval.providers.registry import build_provider, enabled_names, provider_class
 from tasks.governance.filters import (StageOutput, coarse_filter, hard_filter, load_candidates, page_fetcher,
                            quality_filter)
 from tasks.reporting.report import publish_report
@@ -39,7 +38,7 @@ _limits_guard = threading.Lock()
 def provider_slot(name: str, settings: Settings) -> threading.Semaphore:
     """At most settings.provider_concurrency calls in flight per provider
     (fewer when a provider's terms ask for it)."""
-    limit = min(settings.provider_concurrency, getattr(provider_class(name), "max_concurrency", 64))
+    limit = min(settings.provider_concurrency, provider_class(name).max_concurrency)
     with _limits_guard:
         return _limits.setdefault(f"{name}/{limit}", threading.Semaphore(limit))
 
@@ -60,8 +59,9 @@ def plan_task(question: str, task_id: str, run_id: str, settings: Settings) -> R
             raise QuestionMismatch(f"task {task_id!r} already holds research on another question: "
                                    f"{previous.question!r}")
         return previous
+    intents = {intent for name in enabled_names(settings) for intent in provider_class(name).intents}
     outcome = plan_question(question, max_per_intent=settings.max_queries_per_intent,
-                            llm=LLMConfig.from_settings(settings))
+                            llm=LLMConfig.from_settings(settings), intents=intents)
     save_plan(task_id, run_id, outcome, settings)
     if outcome.plan.fallback_reason:
         get_run_logger().warning("planner fell back to keywords: %s", outcome.plan.fallback_reason)
@@ -86,8 +86,8 @@ def extend_plan_task(plan: ResearchPlan, texts: list[str], task_id: str, run_id:
 @task(name="index-library", **BUSY)
 def index_library_task(task_id: str, settings: Settings) -> str:
     """Index what changed in the library; unreadable files go to the error log."""
+    report = index_library(settings)
     with open_catalog(settings, "research: index library") as catalog:
-        report = index_library(catalog, settings)
         log_skipped_files(catalog, task_id, report.skipped)
     return (f"library {report.root}: {report.documents} documents ({report.added} added, "
             f"{report.updated} updated, {report.removed} removed, {len(report.skipped)} skipped)")
@@ -100,19 +100,15 @@ def landed_task(task_id: str, settings: Settings) -> set[str]:
 
 
 @task(name="search", cache_policy=NO_CACHE)
-def search_task(call: SearchCall, task_id: str, settings: Settings, client) -> tuple[str, str, int, bool]:
+def search_task(call: SearchCall, task_id: str, settings: Settings, client,
+                max_results: int | None = None) -> tuple[str, str, int, bool]:
     """One query at one provider; its bundle lands as soon as it arrives."""
     with provider_slot(call.provider, settings):
-        if call.provider == "library":
-            with open_catalog(settings, "research: library search") as catalog:
-                bundle = search_bundle(LibraryProvider(catalog, settings), call, task_id=task_id,
-                                       max_results=settings.max_results, settings=settings)
-        else:
-            provider = build_provider(call.provider, settings, client)
-            bundle = search_bundle(provider, call, task_id=task_id, max_results=settings.max_results,
-                                   settings=settings, client=client)
-            # honour a provider's terms on request rate (arXiv: one call per 3 s) while holding its slot
-            time.sleep(getattr(provider, "min_interval_seconds", 0.0))
+        provider = build_provider(call.provider, settings, client)
+        bundle = search_bundle(provider, call, task_id=task_id, max_results=max_results or settings.max_results,
+                               settings=settings, client=client)
+        # honour a provider's terms on request rate (arXiv: one call per 3 s) while holding its slot
+        time.sleep(provider.min_interval_seconds)
     with open_catalog(settings, "research: land") as catalog:
         land_bundles(catalog, [bundle], source="research")
     failed = bundle.stats.failed_count > 0 and bundle.stats.kept_after_filter == 0

@@ -17,11 +17,12 @@ from tasks.governance.runs import TraceLog
 STEPS = [("plan", 0.05, "planning queries"), ("index", 0.05, "indexing the library"),
          ("deep_search", 0.45, "searching in parallel"), ("consolidate", 0.05, "deduplicating and ranking"),
          ("filter", 0.15, "filtering for quality"), ("reporting", 0.25, "writing the report")]
-STEP_OF_STAGE = {"plan": "plan", "index": "index", "search": "deep_search", "fallback_search": "deep_search",
+STEP_OF_STAGE = {"plan": "plan", "index": "index", "search": "deep_search", "deeper_search": "deep_search",
+                 "fallback_search": "deep_search",
                  "consolidate": "consolidate", "hard_filter": "filter", "coarse_filter": "filter",
                  "quality_filter": "filter", "publishers": "filter", "report": "reporting"}
 
-_LAST_STAGE_OF_STEP = {"plan", "index", "search", "fallback_search", "consolidate", "publishers", "report"}
+_LAST_STAGE_OF_STEP = {"plan", "index", "search", "deeper_search", "fallback_search", "consolidate", "publishers", "report"}
 
 
 class RunView:

@@ -130,7 +130,13 @@ def main() -> None:
     from tasks.lake.consolidation import UnknownTask
     from tasks.retrieval.plan_store import QuestionMismatch
     try:
-        app()
+        # Not standalone: click's usage errors come here as exceptions, to be
+        # said in one line rather than a boxed usage panel.
+        code = app(sys.argv[1:] or ["--help"], standalone_mode=False)
+    except typer.TyperException as exc:  # click's usage errors: unknown command or option, bad value
+        _fail(usage_line(exc))
+    except typer.Abort:
+        _fail("interrupted")
     except (UserError, CatalogBusy, UnknownTask, QuestionMismatch) as exc:
         # args[0], not str(exc): str() of a LookupError quotes nothing, so stripping
         # quotes from it ate the closing quote of "task 'x'".
@@ -140,10 +146,20 @@ def main() -> None:
         _fail(f"invalid setting {'.'.join(map(str, first['loc']))}: {first['msg']}")
     except CatalogError as exc:
         _fail(str(exc).splitlines()[0])
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def usage_line(exc) -> str:
+    """A click usage error as one line that says where help is."""
+    # typer words a refused choice "Value error, 'xml' is not one of ..."
+    message = " ".join(exc.format_message().replace("Value error, ", "").split())
+    ctx = getattr(exc, "ctx", None)
+    command = ctx.command_path if ctx is not None else "searchlake"
+    return f"{message} (see: {command} --help)"
 
 
 def _fail(message: str) -> None:
-    err.print(f"error: {message}", markup=False, highlight=False)
+    err.print(f"error: {' '.join(message.split())}", markup=False, highlight=False)
     sys.exit(2)
 
 

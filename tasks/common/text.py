@@ -30,6 +30,7 @@ CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U
 CJK_RUN = re.compile(f"[{CJK_CHARS}]+")
 _CJK = re.compile(f"[{CJK_CHARS}]")
 _WORD = re.compile(rf"[{CJK_CHARS}]+|(?:(?![{CJK_CHARS}])[^\W_])+")
+_PLAIN = re.compile(r"[^\W_]+")
 # CJK text has no spaces: split runs at common function characters so that
 # 大语言模型在医疗诊断中的应用 yields 大语言模型 / 医疗诊断 / 应用.
 _CJK_BREAK = re.compile(r"[的在和与及中对是了等或为把被从]+")
@@ -70,8 +71,11 @@ def cjk_bigrams(run: str) -> list[str]:
 
 
 def tokens(text: str | None) -> list[str]:
+    text = normalize(text)
+    if not _CJK.search(text):
+        return _PLAIN.findall(text)
     found: list[str] = []
-    for word in _WORD.findall(normalize(text)):
+    for word in _WORD.findall(text):
         if CJK_RUN.match(word):
             found += cjk_bigrams(word)
         else:

@@ -30,22 +30,29 @@ def _count(value: int | Sized) -> int:
 
 # -- after the search -----------------------------------------------------------
 
-def search_completeness(candidates: int | Sized, target: int, policy: Policy) -> GateResult:
+def search_completeness(candidates: int | Sized, target: int, policy: Policy,
+                        deepest: int | None = None) -> GateResult:
     """Enough candidates to filter down to `target`? >= target × min_candidate_multiplier
-    passes, >= target × near_enough_candidate_multiplier warns, fewer aborts."""
+    passes, >= target × near_enough_candidate_multiplier warns, fewer aborts.
+    `deepest`: the most results the search asked each query for."""
     count = _count(candidates)
     enough = threshold(target, policy.min_candidate_multiplier)
     near = threshold(target, policy.near_enough_candidate_multiplier)
     metrics = {"candidates": count, "target": target, "pass_at": enough, "warn_at": near}
     if count >= enough:
-        return GateResult(SEARCH_COMPLETENESS, "pass", f"{count} candidates >= {enough} "
+        return GateResult(SEARCH_COMPLETENESS, "pass", f"{count} candidate sources, at least the {enough} wanted "
                           f"(target {target} x {policy.min_candidate_multiplier:g})", metrics)
     if count >= near:
-        return GateResult(SEARCH_COMPLETENESS, "warn", f"{count} candidates, fewer than {enough} "
-                          f"(target {target} x {policy.min_candidate_multiplier:g}) but >= {near} "
-                          f"(x {policy.near_enough_candidate_multiplier:g})", metrics)
-    return GateResult(SEARCH_COMPLETENESS, "abort", f"only {count} candidates, fewer than {near} "
-                      f"(target {target} x {policy.near_enough_candidate_multiplier:g})", metrics)
+        return GateResult(SEARCH_COMPLETENESS, "warn", f"{count} candidate sources, fewer than the {enough} wanted "
+                          f"(target {target} x {policy.min_candidate_multiplier:g}) but at least {near} "
+                          f"(x {policy.near_enough_candidate_multiplier:g}); going on", metrics)
+    depth = f", even asking each query for {deepest} results" if deepest else ""
+    fewer = max(1, math.floor(count / policy.near_enough_candidate_multiplier)) if count else None
+    advice = (f"ask for fewer sources with --target {fewer}, or " if fewer and fewer < target else "")
+    return GateResult(SEARCH_COMPLETENESS, "abort", f"the search found only {count} candidate sources{depth}; "
+                      f"selecting {target} needs at least {near} (target x "
+                      f"{policy.near_enough_candidate_multiplier:g}). To go on, {advice}search documents that "
+                      f"cover the question with --library FOLDER, or add providers with --providers", metrics)
 
 
 # -- after the quality filter ---------------------------------------------------
@@ -71,7 +78,9 @@ def filter_sufficiency(selected: int | Sized, target: int, policy: Policy, round
                           f"searching again (round {rounds_used + 1} of {max_rounds})", metrics)
     if count == 0:
         return GateResult(FILTER_SUFFICIENCY, "abort", f"no source survived the filters after "
-                          f"{rounds_used} fallback rounds", metrics)
+                          f"{rounds_used} fallback rounds: the sources found do not answer the question. Search "
+                          f"documents that cover it with --library FOLDER, or add providers with --providers",
+                          metrics)
     return GateResult(FILTER_SUFFICIENCY, "warn", f"accepting {count} after {rounds_used} fallback rounds "
                       f"(target {target})", metrics)
 

@@ -31,9 +31,8 @@ def preflight(settings: Settings, provider_names: list[str]) -> None:
 
 def _provider_problems(name: str, settings: Settings) -> list[str]:
     cls = provider_class(name)
-    setting = getattr(cls, "key_setting", None)
-    if setting and getattr(cls, "key_required", True) and not getattr(settings, setting):
-        return [f"{name} needs {setting.upper()}"]
+    if cls.key_setting and cls.key_required and not getattr(settings, cls.key_setting):
+        return [f"{name} needs {cls.key_setting.upper()}"]
     return []
 
 

@@ -5,6 +5,7 @@ the keyword planner, and the plan says why."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date
 
@@ -30,21 +31,24 @@ class EmptyQuestion(ValueError):
 
 
 def plan_question(question: str, *, max_per_intent: int, llm: LLMConfig | None = None,
-                  client: httpx.Client | None = None) -> PlanOutcome:
+                  client: httpx.Client | None = None, intents: Iterable[str] | None = None) -> PlanOutcome:
+    """`intents`: those the run's providers serve (default: all); the keyword
+    planner writes queries for these only."""
     question = " ".join(question.split())
     if not question:
         raise EmptyQuestion("the question is empty")
     if llm is None:
-        return PlanOutcome(keyword_plan(question, max_per_intent))
+        return PlanOutcome(keyword_plan(question, max_per_intent, intents=intents))
     try:
         answer = chat(llm, planner_messages(question, max_per_intent), client=client)
     except LLMError as exc:
-        return PlanOutcome(keyword_plan(question, max_per_intent, fallback_reason=str(exc)))
+        return PlanOutcome(keyword_plan(question, max_per_intent, intents=intents, fallback_reason=str(exc)))
     try:
         plan = plan_from_answer(question, answer.content, max_per_intent)
     except (LLMError, ValueError) as exc:
         reason = f"the planner's answer was unusable: {str(exc).splitlines()[0]}"
-        return PlanOutcome(keyword_plan(question, max_per_intent, fallback_reason=reason), answer.content)
+        return PlanOutcome(keyword_plan(question, max_per_intent, intents=intents, fallback_reason=reason),
+                           answer.content)
     return PlanOutcome(plan, answer.content)
 
 
@@ -78,22 +82,31 @@ def plan_from_answer(question: str, answer: str, max_per_intent: int) -> Researc
                                                      key_dimensions=dimensions))
 
 
-def keyword_plan(question: str, max_per_intent: int, *, fallback_reason: str | None = None) -> ResearchPlan:
-    """Decompose the question into its phrases (the dimensions) and expand its
-    keywords per intent."""
+def keyword_plan(question: str, max_per_intent: int, *, intents: Iterable[str] | None = None,
+                 fallback_reason: str | None = None) -> ResearchPlan:
+    """Decompose the question into its phrases (the dimensions). The library
+    and the web get the question itself, then its key phrases (runs of two or
+    more content words: a lone word such as "create" finds everything); the
+    library does its own expansion (pseudo-relevance feedback), so nothing is
+    added for it. Academic and news engines get the keywords with the words
+    those engines rank by ("survey", the year)."""
     words = keywords(question)
-    dimensions = _unique(phrases(question))[:MAX_DIMENSIONS] or [" ".join(words[:5]) or question]
+    found = _unique(phrases(question))
+    dimensions = found[:MAX_DIMENSIONS] or [" ".join(words[:5]) or question]
+    key_phrases = [p for p in found if len(p.split()) >= 2 or is_cjk(p)]
     core = " ".join(words[:8]) or question
     study, survey, latest = ("研究", "综述", "最新") if is_cjk(question) else ("study", "survey", "latest")
     year = date.today().year
     candidates = {
-        "library": [question] + dimensions + [core],
-        "web": [question] + dimensions + [core],
-        "academic": [core] + [f"{d} {study}" for d in dimensions] + [f"{core} {survey}"],
-        "news": [f"{core} {year}", f"{core} {latest}"] + dimensions,
+        "library": [question] + key_phrases,
+        "web": [question] + key_phrases,
+        "academic": [core] + [f"{p} {study}" for p in key_phrases] + [f"{core} {survey}"],
+        "news": [f"{core} {year}", f"{core} {latest}"] + key_phrases,
     }
+    served = set(INTENT_KEYS) if intents is None else set(intents)
     queries = [PlannedQuery(intent=intent, text=text)
-               for intent, texts in candidates.items() for text in _unique(texts)[:max_per_intent]]
+               for intent, texts in candidates.items() if intent in served
+               for text in _unique(texts)[:max_per_intent]]
     return ResearchPlan(question=question, planner="keywords", fallback_reason=fallback_reason, queries=queries,
                         search_summary=SearchSummary(interpreted_topic=core, key_dimensions=dimensions))
 

@@ -1,14 +1,23 @@
 """Scores of one search hit, each in [0, 1].
 
 score_relevance
-    The provider's own score (`Hit.provider_score`, clamped to [0, 1]) when it
-    has one. Otherwise lexical: Q = the query's distinct terms
-    (tasks/common/text.py term_set: stopwords out, Porter-stemmed; CJK runs as
-    character bigrams, so Chinese works without a segmenter), T = the title's
-    terms, S = the snippet's terms (the start of content_text when there is
-    no snippet):
+    Relevance to the task's research question, on one scale for every query
+    and provider of the task (a one-word query's best hit is not thereby
+    relevant). The provider's own judgement of the question
+    (`Hit.question_score`, clamped to [0, 1]) when it has one — the library
+    scores every hit with the question itself, whatever query found it.
+    Otherwise lexical, against the question: Q = the question's distinct
+    terms (tasks/common/text.py term_set: stopwords out, Porter-stemmed; CJK
+    runs as character bigrams, so Chinese works without a segmenter), T = the
+    title's terms, S = the snippet's terms (the start of content_text when
+    there is no snippet):
         relevance = 0.75 · |Q ∩ (T ∪ S)| / |Q|  +  0.25 · |Q ∩ T| / |Q|
-    A query with no usable terms gets the neutral 0.5.
+    A question with no usable terms gets the neutral 0.5.
+
+score_provider (an extra field of the item, beside the four scores)
+    The provider's own score of the hit for the query that found it
+    (`Hit.provider_score`: calibrated BM25 for the library, Tavily's score,
+    ...), clamped to [0, 1]; absent when the provider gives none.
 
 score_freshness
     From published_at's age (now − published_at, in days) and the intent's
@@ -135,11 +144,11 @@ def lexical_relevance(query: str, title: str | None, snippet: str | None) -> flo
     return clamp(0.75 * len(anywhere) / len(wanted) + 0.25 * len(in_title) / len(wanted))
 
 
-def score_relevance(query: str, hit: Hit) -> float:
-    if hit.provider_score is not None:
-        return clamp(hit.provider_score)
+def score_relevance(question: str, hit: Hit) -> float:
+    if hit.question_score is not None:
+        return clamp(hit.question_score)
     body = hit.snippet or (hit.content_text or "")[:1000]
-    return lexical_relevance(query, hit.title, body)
+    return lexical_relevance(question, hit.title, body)
 
 
 # -- freshness ------------------------------------------------------------------
@@ -235,12 +244,13 @@ def scoring_config(settings: Settings) -> ScoringConfig:
                          **changes.changed_scores())
 
 
-def score_hit(query: str, hit: Hit, intent: str, settings: Settings, now: datetime | None = None,
+def score_hit(question: str, hit: Hit, intent: str, settings: Settings, now: datetime | None = None,
               config: ScoringConfig | None = None) -> dict[str, float]:
-    """The four scores of one hit, keyed as SearchResultItem's fields."""
+    """The four scores of one hit, keyed as SearchResultItem's fields, and
+    score_provider when the provider scored the hit."""
     config = config or scoring_config(settings)
     now = now or datetime.now(timezone.utc)
-    relevance = score_relevance(query, hit)
+    relevance = score_relevance(question, hit)
     freshness = score_freshness(hit.published_at, intent, now, config)
     authority = score_authority(hit.url, config)
     return {
@@ -248,4 +258,5 @@ def score_hit(query: str, hit: Hit, intent: str, settings: Settings, now: dateti
         "score_freshness": round(freshness, 6),
         "score_authority": round(authority, 6),
         "score_final": round(score_final(relevance, freshness, authority, settings), 6),
+        **({} if hit.provider_score is None else {"score_provider": round(clamp(hit.provider_score), 6)}),
     }

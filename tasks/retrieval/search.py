@@ -37,12 +37,13 @@ def route(plan: ResearchPlan, providers: dict[str, Provider]) -> list[SearchCall
     for index, planned in enumerate(plan.queries, start=1):
         serving = [name for name, p in providers.items() if planned.intent in p.intents]
         for name in serving or list(providers):
-            intent = planned.intent if getattr(providers[name], "uses_intent", False) else ""
+            intent = planned.intent if providers[name].reads_intent else ""
             key = (name, intent, " ".join(planned.text.lower().split()))
             if key in asked:
                 continue
             asked.add(key)
-            query = Query(query_id=f"q{index}.{name}", text=planned.text, intent=planned.intent)
+            query = Query(query_id=f"q{index}.{name}", text=planned.text, intent=planned.intent,
+                          question=plan.question)
             calls.append(SearchCall(name, query))
     return calls
 
@@ -101,8 +102,7 @@ def hits_bundle(call: SearchCall, hits: list[Hit], *, task_id: str, executed_at:
             continue
         seen.add(source_id)
         items.append(_item(hit, source_id, call.query, executed_at, settings))
-    items.sort(key=lambda item: -item.score_final)
-    items = items[:max_results]
+    items = items[:max_results]  # in the provider's order: its ranking for this query
     for rank, item in enumerate(items, start=1):
         item.rank = rank
     stats = SearchResultStats.of(items, total_returned=len(hits), dedup_count=duplicates)
@@ -113,7 +113,7 @@ def hits_bundle(call: SearchCall, hits: list[Hit], *, task_id: str, executed_at:
 
 
 def _item(hit: Hit, source_id: str, query: Query, captured_at: datetime, settings: Settings) -> SearchResultItem:
-    scores = score_hit(query.text, hit, query.intent, settings, now=captured_at)
+    scores = score_hit(query.question or query.text, hit, query.intent, settings, now=captured_at)
     return SearchResultItem(
         source_id=source_id, url=hit.url, title=clipped(hit.title or hit.url, MAX_TITLE_CHARS),
         snippet=clipped(hit.snippet, MAX_SNIPPET_CHARS), content_text=clipped(hit.content_text, MAX_CONTENT_CHARS),

@@ -113,6 +113,7 @@ def test_run_stopped_by_a_gate_exits_1_and_names_the_gate(research_cli, lake, sh
                             "--task-id", "cli-few", timeout=120, SEARCHLAKE_MAX_QUERIES_PER_INTENT="1")
     assert done.returncode == 1, (done.stdout, done.stderr)
     assert "status:        failed" in done.stdout
-    assert "search_completeness" in done.stdout
+    assert "the search found only" in done.stdout and "--library" in done.stdout
+    assert "GateAbort" not in done.stdout + done.stderr
     (row,) = lake.dicts("SELECT status, error FROM runs WHERE task_id = 'cli-few'")
-    assert row["status"] == "failed" and "search_completeness" in row["error"]
+    assert row["status"] == "failed" and "--target" in row["error"]

@@ -13,7 +13,6 @@ behind httpx.MockTransport): nothing here touches the internet."""
 from __future__ import annotations
 
 import json
-import os
 import threading
 from collections import Counter
 from pathlib import Path
@@ -27,15 +26,6 @@ import tasks.retrieval.fetch
 import tasks.common.http
 from tasks.lake.catalog import open_catalog
 from tasks.common.http import make_client
-
-
-@pytest.fixture(scope="session")
-def prefect_engine():
-    """One temporary Prefect server (SQLite) for every flow test of the session."""
-    os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
-    from prefect.testing.utilities import prefect_test_harness
-    with prefect_test_harness():
-        yield
 
 
 class Research:
@@ -250,16 +240,30 @@ def test_run_that_died_midway_resumes_with_only_what_had_not_landed(research):
     assert sorted(query_ids) == sorted(c.query.query_id for c in planned)
 
 
+def test_search_goes_deeper_until_it_reaches_the_candidate_target(research):
+    """The default corpus, one query: ten results are not the 20 candidates a
+    target of 10 wants, so every query is asked again for more before the
+    completeness gate judges."""
+    result = research.run("How are class attributes looked up?", library=None, task_id="attrs", target=10)
+    assert research.run_row("attrs")["status"] == "complete"
+    query_ids = {r["query_id"] for r in research.dicts("SELECT query_id FROM bundles WHERE task_id = ?", "attrs")}
+    assert "q1.library" in query_ids and "q1.library.n20" in query_ids
+    assert result["sources"] >= 20
+
+
 # -- (e) gates --------------------------------------------------------------------
 
 def test_search_completeness_abort_fails_the_run_and_names_the_gate(research):
     from flows.research import GateAbort
     from tasks.governance.runs import RunSummary
-    with pytest.raises(GateAbort, match="search_completeness"):
+    with pytest.raises(GateAbort, match="only 5 candidate sources"):
         research.run(task_id="toofew", target=10)  # 5 documents < 10 x 1.2
     row = research.run_row("toofew")
     assert row["status"] == "failed"
-    assert row["error"].startswith("GateAbort: search_completeness") and "fewer than 12" in row["error"]
+    # in words, without a class name: what happened and what to do
+    # the search went deeper (20 results a query) before giving up: the library has only 5 documents
+    assert row["error"].startswith("the search found only 5 candidate sources, even asking each query for 20")
+    assert "needs at least 12" in row["error"] and "--target 4" in row["error"] and "--library" in row["error"]
     assert RunSummary.load(research.settings, row["trace_id"]).exit_code == 1
     trace = research.jsonl("toofew", row["trace_id"], "trace.jsonl")
     gate = [line for line in trace if line["kind"] == "gate"]
@@ -280,7 +284,7 @@ def test_search_completeness_warns_and_the_run_goes_on(research):
     gates = [e for e in research.events(result["trace_id"]) if e["kind"] == "gate"]
     assert [(g["name"], g["status"]) for g in gates] == \
         [("search_completeness", "warn"), ("filter_sufficiency", "pass"), ("output_check", "pass")]
-    assert "5 candidates" in json.loads(gates[0]["detail"])["reason"]
+    assert "5 candidate sources" in json.loads(gates[0]["detail"])["reason"]
     assert len(research.dicts("SELECT * FROM selections WHERE trace_id = ?", result["trace_id"])) == 3
 
 

@@ -27,9 +27,12 @@ def test_search_completeness(count, outcome):
 
 
 def test_search_completeness_reason_names_the_numbers_and_takes_a_list():
-    result = search_completeness(["c"] * 5, 10, POLICY)
+    result = search_completeness(["c"] * 5, 10, POLICY, deepest=50)
     assert result.outcome == "abort" and not result.proceeds
-    assert "5" in result.reason and "12" in result.reason and "target 10" in result.reason
+    assert "only 5 candidate sources, even asking each query for 50 results" in result.reason
+    assert "selecting 10 needs at least 12" in result.reason
+    # what to do, in words: fewer sources, other documents, more providers
+    assert "--target 4" in result.reason and "--library" in result.reason and "--providers" in result.reason
 
 
 @pytest.mark.parametrize("selected, rounds_used, max_rounds, outcome, words", [

@@ -1,5 +1,5 @@
-"""The `library` provider: indexing a folder (or Python's docs) into the
-catalog, incremental re-indexing, and BM25 search with calibrated scores."""
+"""The `library` provider: indexing a folder (or Python's docs) under
+SEARCHLAKE_HOME, incremental re-indexing, and hybrid search with calibrated scores."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from schemas.urls import check_lake_url
-from tasks.lake.catalog import open_catalog
 from tasks.common.settings import Settings
 from tasks.retrieval.providers.library.documents import PASSAGE_CHARS, PYDOC_PAGES, extract, passages
-from tasks.retrieval.providers.library.index import index_form, index_library
+from tasks.retrieval.providers.library.documents import corpus_for
+from tasks.retrieval.providers.library.index import _LOADED, _read_store, index_library, store_dir
 from tasks.retrieval.providers.base import Query
 from tasks.retrieval.providers.library.provider import LibraryProvider, best_window, calibrated_score
 
@@ -57,48 +57,42 @@ def lib_settings(settings, docs) -> Settings:
     return Settings(home=settings.home, library=docs)
 
 
-@pytest.fixture
-def catalog(lib_settings):
-    with open_catalog(lib_settings, "test-library") as catalog:
-        yield catalog
+def search(settings, text, n=5, intent="library"):
+    return LibraryProvider(settings).search(Query("q1", text, intent), n)
 
 
-def search(catalog, settings, text, n=5, intent="library"):
-    return LibraryProvider(catalog, settings).search(Query("q1", text, intent), n)
-
-
-def doc_rows(catalog) -> dict[str, tuple]:
-    rows = catalog.con.execute("SELECT path, sha256, indexed_at FROM library_documents").fetchall()
-    return {path: (sha, at) for path, sha, at in rows}
+def doc_rows(settings) -> dict:
+    """The stored documents, by path."""
+    return {d.path: d for d in _read_store(store_dir(settings, corpus_for(settings)))}
 
 
 # -- indexing a folder ------------------------------------------------------------
 
-def test_index_reports_documents_and_skips_without_raising(catalog, lib_settings):
-    report = index_library(catalog, lib_settings)
+def test_index_reports_documents_and_skips_without_raising(lib_settings):
+    report = index_library(lib_settings)
     assert report.documents == report.added == 4  # guide.md, bikes.txt, sub/bread.html, 中文.md
     skipped = {s.path: s.reason for s in report.skipped}
     assert set(skipped) == {"blob.txt", "broken.md"}
     assert "binary" in skipped["blob.txt"]
     assert "unreadable" in skipped["broken.md"]
-    assert report.fts_rebuilt
-    assert set(doc_rows(catalog)) == {"guide.md", "bikes.txt", "sub/bread.html", "中文.md"}
+    assert report.rebuilt
+    assert set(doc_rows(lib_settings)) == {"guide.md", "bikes.txt", "sub/bread.html", "中文.md"}
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
-def test_file_without_read_permission_is_skipped(catalog, lib_settings, docs):
+def test_file_without_read_permission_is_skipped(lib_settings, docs):
     locked = docs / "locked.txt"
     locked.write_text("secret", encoding="utf-8")
     locked.chmod(0)
     try:
-        report = index_library(catalog, lib_settings)
+        report = index_library(lib_settings)
     finally:
         locked.chmod(0o644)
     assert any(s.path == "locked.txt" and "unreadable" in s.reason for s in report.skipped)
 
 
-def test_right_document_ranks_first_with_its_matching_passage(catalog, lib_settings, docs):
-    hits = search(catalog, lib_settings, "tomato blight fungicide")
+def test_right_document_ranks_first_with_its_matching_passage(lib_settings, docs):
+    hits = search(lib_settings, "tomato blight fungicide")
     assert hits[0].title == "Gardening Guide"
     assert hits[0].url == (docs / "guide.md").as_uri()
     snippet = hits[0].snippet
@@ -108,97 +102,92 @@ def test_right_document_ranks_first_with_its_matching_passage(catalog, lib_setti
     check_lake_url(hits[0].url)
 
 
-def test_titles_come_from_heading_underline_and_html_title(catalog, lib_settings):
-    assert search(catalog, lib_settings, "chain lubrication")[0].title == "Bicycle maintenance"
-    bread = search(catalog, lib_settings, "sourdough hydration")[0]
+def test_titles_come_from_heading_underline_and_html_title(lib_settings):
+    assert search(lib_settings, "chain lubrication")[0].title == "Bicycle maintenance"
+    bread = search(lib_settings, "sourdough hydration")[0]
     assert bread.title == "Bread Baking" and "hydration" in bread.snippet
     # script and navigation text are not document text
-    assert search(catalog, lib_settings, "secretword") == []
+    assert search(lib_settings, "secretword") == []
     assert "var secretword" not in bread.content_text and "Home | About" not in bread.content_text
 
 
-def test_hidden_folders_are_not_indexed(catalog, lib_settings):
-    assert all(".hidden" not in h.url for h in search(catalog, lib_settings, "tomato blight"))
+def test_hidden_folders_are_not_indexed(lib_settings):
+    assert all(".hidden" not in h.url for h in search(lib_settings, "tomato blight"))
 
 
-def test_chinese_documents_are_searchable(catalog, lib_settings):
-    hits = search(catalog, lib_settings, "大语言模型 医疗")
+def test_chinese_documents_are_searchable(lib_settings):
+    hits = search(lib_settings, "大语言模型 医疗")
     assert hits and hits[0].title == "机器学习笔记"
     assert "医疗" in hits[0].snippet
 
 
-def test_weak_match_scores_lower_than_strong_match(catalog, lib_settings):
-    strong = search(catalog, lib_settings, "tomato blight fungicide")[0].provider_score
-    weak = search(catalog, lib_settings, "tomato quantum entanglement")[0].provider_score
+def test_weak_match_scores_lower_than_strong_match(lib_settings):
+    strong = search(lib_settings, "tomato blight fungicide")[0].provider_score
+    weak = search(lib_settings, "tomato quantum entanglement")[0].provider_score
     assert 0.0 < weak < 0.5 < strong
-    assert search(catalog, lib_settings, "quantum entanglement") == []
+    assert search(lib_settings, "quantum entanglement") == []
 
 
 def test_content_text_is_truncated_to_the_setting(settings, docs):
     short = Settings(home=settings.home, library=docs, content_max_chars=200)
-    with open_catalog(short, "test") as catalog:
-        hit = search(catalog, short, "tomato blight")[0]
+    hit = search(short, "tomato blight")[0]
     assert len(hit.content_text) == 200 and hit.extra["content_truncated"]
 
 
 # -- re-indexing ------------------------------------------------------------------
 
-def test_reindex_touches_only_the_changed_file(catalog, lib_settings, docs):
-    index_library(catalog, lib_settings)
-    before = doc_rows(catalog)
-    again = index_library(catalog, lib_settings)
-    assert (again.added, again.updated, again.removed, again.fts_rebuilt) == (0, 0, 0, False)
+def test_reindex_touches_only_the_changed_file(lib_settings, docs):
+    index_library(lib_settings)
+    before = doc_rows(lib_settings)
+    again = index_library(lib_settings)
+    assert (again.added, again.updated, again.removed, again.rebuilt) == (0, 0, 0, False)
     assert again.unchanged == 4
 
     bikes = docs / "bikes.txt"
     bikes.write_text("Bicycle maintenance\n===================\n\nTrue the wheels and replace brake pads.\n",
                      encoding="utf-8")
     os.utime(bikes, (bikes.stat().st_atime, bikes.stat().st_mtime + 10))
-    changed = index_library(catalog, lib_settings)
+    changed = index_library(lib_settings)
     assert (changed.added, changed.updated, changed.removed, changed.unchanged) == (0, 1, 0, 3)
-    assert changed.fts_rebuilt
-    after = doc_rows(catalog)
+    assert changed.rebuilt
+    after = doc_rows(lib_settings)
     assert {p for p in after if after[p] != before[p]} == {"bikes.txt"}
-    assert search(catalog, lib_settings, "brake pads")[0].title == "Bicycle maintenance"
-    assert search(catalog, lib_settings, "chain lubrication") == []
+    assert search(lib_settings, "brake pads")[0].title == "Bicycle maintenance"
+    assert search(lib_settings, "chain lubrication") == []
 
 
-def test_touched_file_with_same_bytes_is_not_reindexed(catalog, lib_settings, docs):
-    index_library(catalog, lib_settings)
+def test_touched_file_with_same_bytes_is_not_reindexed(lib_settings, docs):
+    index_library(lib_settings)
     guide = docs / "guide.md"
     os.utime(guide, (guide.stat().st_atime, guide.stat().st_mtime + 100))
-    report = index_library(catalog, lib_settings)
-    assert (report.touched, report.updated, report.fts_rebuilt) == (1, 0, False)
-    assert index_library(catalog, lib_settings).unchanged == 4
+    report = index_library(lib_settings)
+    assert (report.touched, report.updated, report.rebuilt) == (1, 0, False)
+    assert index_library(lib_settings).unchanged == 4
 
 
-def test_removed_file_is_dropped(catalog, lib_settings, docs):
-    index_library(catalog, lib_settings)
+def test_removed_file_is_dropped(lib_settings, docs):
+    index_library(lib_settings)
     (docs / "sub" / "bread.html").unlink()
-    report = index_library(catalog, lib_settings)
-    assert report.removed == 1 and report.fts_rebuilt
-    assert "sub/bread.html" not in doc_rows(catalog)
-    assert search(catalog, lib_settings, "sourdough") == []
-    passages_left = catalog.con.execute(
-        "SELECT count(*) FROM library_passages WHERE path = 'sub/bread.html'").fetchone()[0]
-    assert passages_left == 0
+    report = index_library(lib_settings)
+    assert report.removed == 1 and report.rebuilt
+    assert "sub/bread.html" not in doc_rows(lib_settings)
+    assert search(lib_settings, "sourdough") == []
 
 
-def test_search_indexes_a_never_indexed_corpus_first(catalog, lib_settings):
-    assert search(catalog, lib_settings, "tomato blight")[0].title == "Gardening Guide"
+def test_search_indexes_a_never_indexed_corpus_first(lib_settings):
+    assert search(lib_settings, "tomato blight")[0].title == "Gardening Guide"
 
 
-def test_index_survives_reopening_the_catalog(lib_settings):
-    with open_catalog(lib_settings, "first") as catalog:
-        index_library(catalog, lib_settings)
-    with open_catalog(lib_settings, "second") as catalog:
-        report = index_library(catalog, lib_settings)
-        hits = search(catalog, lib_settings, "tomato blight")
-    assert not report.fts_rebuilt and hits[0].title == "Gardening Guide"
+def test_index_survives_a_new_process(lib_settings):
+    index_library(lib_settings)
+    _LOADED.clear()  # as a new process finds it: the stored index is loaded, not rebuilt
+    report = index_library(lib_settings)
+    hits = search(lib_settings, "tomato blight")
+    assert not report.rebuilt and report.unchanged == 4 and hits[0].title == "Gardening Guide"
 
 
-def test_concurrent_searches_agree(catalog, lib_settings):
-    provider = LibraryProvider(catalog, lib_settings)
+def test_concurrent_searches_agree(lib_settings):
+    provider = LibraryProvider(lib_settings)
     provider.prepare()
     queries = ["tomato blight", "chain lubrication", "sourdough hydration", "大语言模型"] * 3
     results: dict[int, list] = {}
@@ -222,9 +211,8 @@ def test_concurrent_searches_agree(catalog, lib_settings):
 
 def test_missing_folder_is_a_one_line_value_error(settings, tmp_path):
     missing = tmp_path / "no-such-folder"
-    with open_catalog(settings, "test") as catalog:
-        with pytest.raises(ValueError, match="no-such-folder") as raised:
-            LibraryProvider(catalog, Settings(home=settings.home, library=missing))
+    with pytest.raises(ValueError, match="no-such-folder") as raised:
+        LibraryProvider(Settings(home=settings.home, library=missing))
     assert "\n" not in str(raised.value)
 
 
@@ -232,9 +220,8 @@ def test_missing_folder_is_a_one_line_value_error(settings, tmp_path):
 
 def test_default_corpus_is_pythons_documentation(settings):
     assert settings.library is None
-    with open_catalog(settings, "test") as catalog:
-        report = index_library(catalog, settings)
-        hits = search(catalog, settings, "with statement context manager")
+    report = index_library(settings)
+    hits = search(settings, "with statement context manager")
     assert report.documents > 50 and not report.skipped
     assert {h.extra["path"] for h in hits[:2]} & {"with", "context-managers"}
     assert hits[0].url.startswith("https://docs.python.org/")
@@ -262,11 +249,6 @@ def test_passages_pack_paragraphs_and_cut_long_ones():
     assert len(spans) > 4
 
 
-def test_index_form_splits_cjk_into_bigrams():
-    assert index_form("大语言模型 and Python") == " 大语 语言 言模 模型  and Python"
-    assert index_form("猫。") == " 猫  "
-
-
 def test_snippet_window_prefers_the_region_with_most_query_terms():
     passage = ("alpha " * 80) + "the tomato blight is here " + ("beta " * 80)
     window = best_window(passage, ["tomato", "blight"], width=120)
@@ -276,8 +258,9 @@ def test_snippet_window_prefers_the_region_with_most_query_terms():
 
 def test_calibrated_score_does_not_make_a_weak_best_match_perfect():
     assert calibrated_score(0.0, 3.0, 0.0) == 0.0
-    assert calibrated_score(3.0, 3.0, 3.0) == pytest.approx(0.8)  # every term once, average length
-    assert calibrated_score(3.0, 3.0, 1.0) < calibrated_score(3.0, 3.0, 3.0)
+    once = 3.0 / 2.2  # Σ idf / (k1 + 1): every term once, at average length
+    assert calibrated_score(once, 3.0, 3.0) == pytest.approx(0.8)
+    assert calibrated_score(once, 3.0, 1.0) < calibrated_score(once, 3.0, 3.0)
     assert calibrated_score(100.0, 3.0, 3.0) <= 1.0
 
 

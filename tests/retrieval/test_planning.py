@@ -5,6 +5,8 @@ usable, and otherwise the keyword planner takes over and says why."""
 
 from __future__ import annotations
 
+from datetime import date
+
 import json
 
 import httpx
@@ -90,6 +92,15 @@ def test_keyword_planner_caps_queries_per_intent(cap):
         assert len({" ".join(t.lower().split()) for t in texts}) == len(texts)
     if cap == 1:
         assert len(plan.queries) == 4
+
+
+def test_library_gets_the_question_and_key_phrases_without_padding_or_lone_words():
+    question = "How does Python's garbage collector handle reference cycles?"
+    plan = plan_question(question, max_per_intent=5, intents={"library"}).plan
+    assert {q.intent for q in plan.queries} == {"library"}
+    assert [q.text for q in plan.queries] == [question, "Python's garbage collector", "reference cycles"]
+    asked = " ".join(q.text for q in plan.queries)
+    assert not any(word in asked for word in ("study", "survey", "latest", str(date.today().year)))
 
 
 def test_keyword_planner_squeezes_whitespace_of_the_question():

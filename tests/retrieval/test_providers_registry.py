@@ -37,7 +37,7 @@ def test_names_and_classes_agree():
     assert registry.PROVIDER_NAMES == (
         "library", "tavily", "brave", "searxng", "openalex", "semanticscholar", "arxiv", "thenewsapi",
     )
-    assert set(registry._CLASSES) == set(registry.PROVIDER_NAMES) - {"library"}
+    assert set(registry._CLASSES) == set(registry.PROVIDER_NAMES)
     assert all(cls.name == name for name, cls in registry._CLASSES.items())
 
 
@@ -74,11 +74,18 @@ def test_build_provider_returns_instances(client):
         assert registry.build_provider(name, s, client).name == name
 
 
-def test_build_library_returns_the_given_object(client):
-    library = object()
-    assert registry.build_provider("library", settings(), client, library=library) is library
-    with pytest.raises(ValueError, match="library"):
-        registry.build_provider("library", settings(), client)
+def test_every_provider_declares_what_the_flow_reads():
+    for name in registry.PROVIDER_NAMES:
+        cls = registry.provider_class(name)
+        assert cls.intents and cls.endpoint and cls.max_concurrency >= 1 and cls.min_interval_seconds >= 0
+        assert isinstance(cls.reads_intent, bool) and isinstance(cls.key_required, bool)
+        assert cls.key_setting is None or cls.key_setting in Settings.model_fields
+    assert registry.provider_class("arxiv").min_interval_seconds == 3.0
+
+
+def test_build_library_like_any_provider(client, tmp_path):
+    provider = registry.build_provider("library", settings(home=tmp_path), client)
+    assert provider.name == "library" and provider.corpus.key.startswith("pydoc:")
 
 
 def test_build_unknown_or_empty_raises(client):

@@ -59,11 +59,16 @@ def test_library_intent_without_the_library_goes_to_every_enabled_provider():
 def test_queries_go_to_the_providers_that_serve_their_intent():
     calls = route(EVERY_INTENT, providers("library", "tavily", "arxiv", "thenewsapi"))
     assert calls_by_plan_index(calls) == {
-        1: ["library", "arxiv"],                  # academic
-        2: ["library", "tavily", "thenewsapi"],   # news
-        3: ["library", "tavily"],                 # web
-        4: ["library"],                           # library
+        1: ["arxiv"],                  # academic
+        2: ["tavily", "thenewsapi"],   # news
+        3: ["tavily"],                 # web
+        4: ["library"],                # library: "… survey" or "… 2026" mean nothing to a folder
     }
+
+
+def test_every_query_carries_the_research_question():
+    calls = route(EVERY_INTENT, providers("library", "tavily"))
+    assert {c.query.question for c in calls} == {"q"}
 
 
 def normal(text: str) -> str:
@@ -124,8 +129,10 @@ def test_an_empty_plan_routes_nothing_and_no_provider_routes_nothing():
 
 
 def test_a_repeated_text_is_asked_once_unless_the_provider_reads_the_intent():
-    plan = plan_of(("web", "solar record"), ("news", "solar record"), ("library", "Solar  record"))
+    plan = plan_of(("web", "solar record"), ("news", "solar record"), ("library", "Solar  record"),
+                   ("academic", "solar record"))
     calls = route(plan, providers("library", "tavily"))
     asked = sorted((c.provider, c.query.intent) for c in calls)
-    # the library ignores intents: one search; tavily asks news differently from web: two
-    assert asked == [("library", "web"), ("tavily", "news"), ("tavily", "web")]
+    # nobody serves academic: it goes to both; the library ignores intents: one search;
+    # tavily asks news differently from web: three
+    assert asked == [("library", "library"), ("tavily", "academic"), ("tavily", "news"), ("tavily", "web")]

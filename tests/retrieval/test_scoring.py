@@ -29,10 +29,18 @@ def ago(days: float) -> datetime:
 
 # -- relevance ------------------------------------------------------------------
 
-def test_provider_score_is_used_and_clamped():
-    assert score_relevance("anything", Hit(url="https://a.org", title="x", provider_score=0.42)) == 0.42
-    assert score_relevance("q", Hit(url="https://a.org", title="x", provider_score=1.7)) == 1.0
-    assert score_relevance("q", Hit(url="https://a.org", title="x", provider_score=-0.2)) == 0.0
+def test_the_providers_judgement_of_the_question_is_used_and_clamped():
+    assert score_relevance("anything", Hit(url="https://a.org", title="x", question_score=0.42)) == 0.42
+    assert score_relevance("q", Hit(url="https://a.org", title="x", question_score=1.7)) == 1.0
+    assert score_relevance("q", Hit(url="https://a.org", title="x", question_score=-0.2)) == 0.0
+
+
+def test_a_query_score_is_not_relevance_to_the_question(settings):
+    """A one-word query's best hit scores high for that query; its relevance is
+    still judged against the question, and the query's score stays beside it."""
+    hit = Hit(url="https://a.org", title="Create a file", snippet="how to create files", provider_score=0.97)
+    scores = score_hit("How does the garbage collector free reference cycles?", hit, "web", settings, now=NOW)
+    assert scores["score_relevance"] == 0.0 and scores["score_provider"] == 0.97
 
 
 def test_lexical_relevance_counts_query_terms_in_title_and_snippet():
@@ -162,7 +170,9 @@ def test_score_hit_returns_the_four_scores_in_bounds(settings):
     for intent in ("academic", "news", "web", "library"):
         for hit in hits:
             scores = score_hit("bm25 ranking 大语言模型", hit, intent, settings, now=NOW)
-            assert set(scores) == {"score_relevance", "score_freshness", "score_authority", "score_final"}
+            assert {"score_relevance", "score_freshness", "score_authority", "score_final"} <= set(scores)
+            assert set(scores) - {"score_relevance", "score_freshness", "score_authority", "score_final"} <= {
+                "score_provider"}
             assert all(0.0 <= value <= 1.0 for value in scores.values()), (hit, scores)
     first = score_hit("bm25 ranking", hits[0], "academic", settings, now=NOW)
     assert first == {"score_relevance": 1.0, "score_freshness": 1.0, "score_authority": 0.9,

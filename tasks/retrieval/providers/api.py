@@ -36,6 +36,9 @@ class ApiProvider:
     endpoint: ClassVar[str]
     key_setting: ClassVar[str | None] = None
     key_required: ClassVar[bool] = True
+    reads_intent: ClassVar[bool] = False
+    max_concurrency: ClassVar[int] = 64
+    min_interval_seconds: ClassVar[float] = 0.0
 
     def __init__(self, settings: Settings, client: httpx.Client):
         self.settings = settings
@@ -67,9 +70,9 @@ class ApiProvider:
         return request(self.client, "GET", url, **self._call_options(kwargs))
 
     def _call_options(self, kwargs: dict) -> dict:
-        # Every call retries per settings and scrubs this provider's key.
+        # Every call retries per settings and scrubs every configured secret.
         kwargs.setdefault("retries", self.settings.http_retries)
-        kwargs.setdefault("secrets", (self.key,))
+        kwargs.setdefault("secrets", self.settings.secret_values())
         return kwargs
 
     def bad_response(self, what: str) -> RemoteError:

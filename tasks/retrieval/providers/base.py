@@ -19,6 +19,7 @@ class Query:
     query_id: str
     text: str
     intent: str
+    question: str = ""  # the task's research question, for providers that can judge relevance to it
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,8 @@ class Hit:
     language: str | None = None
     # the provider's own relevance in [0, 1] when it has one (BM25, Tavily score, ...)
     provider_score: float | None = None
+    # the provider's relevance of this hit to the task's question (Query.question), in [0, 1], when it can judge it
+    question_score: float | None = None
     http_status: int | None = None
     extra: dict = field(default_factory=dict)
 
@@ -38,8 +41,17 @@ class Hit:
 
 
 class Provider(Protocol):
+    """Everything the flow reads about a provider is declared here."""
+
     name: ClassVar[str]
     intents: ClassVar[frozenset[str]]  # the intents it answers well
     endpoint: ClassVar[str]  # shown as the URL of a failed call's item
+    key_setting: ClassVar[str | None]  # the Settings field holding its key or URL, if any
+    key_required: ClassVar[bool]  # whether a run must refuse to start without that setting
+    reads_intent: ClassVar[bool]  # whether the intent changes its answer (else one search per text)
+    max_concurrency: ClassVar[int]  # calls in flight at once, at most
+    min_interval_seconds: ClassVar[float]  # pause after each call, holding its slot (a provider's terms)
+
+    def __init__(self, settings, client) -> None: ...
 
     def search(self, query: Query, max_results: int) -> list[Hit]: ...

@@ -1,8 +1,7 @@
 """Provider names, which ones are configured, and construction by name.
 
 Adding a provider: one module in this package and one line in `_CLASSES`.
-"library" (the user's local documents) is always available and is built by
-the caller, so it is passed in rather than constructed here.
+"library" (the user's local documents, or Python's docs) is always available.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from tasks.common.settings import Settings
 from tasks.retrieval.providers.arxiv import ArxivProvider
 from tasks.retrieval.providers.base import Provider
 from tasks.retrieval.providers.brave import BraveProvider
-from tasks.retrieval.providers.api import ApiProvider
+from tasks.retrieval.providers.library.provider import LibraryProvider
 from tasks.retrieval.providers.openalex import OpenAlexProvider
 from tasks.retrieval.providers.searxng import SearxngProvider
 from tasks.retrieval.providers.semanticscholar import SemanticScholarProvider
@@ -24,9 +23,10 @@ from tasks.retrieval.providers.thenewsapi import TheNewsApiProvider
 
 PROVIDER_NAMES = ("library", "tavily", "brave", "searxng", "openalex", "semanticscholar", "arxiv", "thenewsapi")
 
-_CLASSES: dict[str, type[ApiProvider]] = {
+_CLASSES: dict[str, type[Provider]] = {
     cls.name: cls
     for cls in (
+        LibraryProvider,
         TavilyProvider,
         BraveProvider,
         SearxngProvider,
@@ -72,27 +72,16 @@ def enabled_names(settings: Settings) -> list[str]:
     return configured_names(settings)
 
 
-def provider_class(name: str) -> type:
-    """The class behind a name, for its `intents` and `endpoint` (routing
-    needs them before any instance exists)."""
-    name = _one_name(name)
-    if name == "library":
-        # Imported here: the library provider pulls in the catalog and DuckDB.
-        from tasks.retrieval.providers.library.provider import LibraryProvider
-
-        return LibraryProvider
-    return _CLASSES[name]
+def provider_class(name: str) -> type[Provider]:
+    """The class behind a name, for what it declares (routing, concurrency and
+    pre-flight need it before any instance exists)."""
+    return _CLASSES[_one_name(name)]
 
 
-def build_provider(name: str, settings: Settings, client: httpx.Client, library: Provider | None = None) -> Provider:
+def build_provider(name: str, settings: Settings, client: httpx.Client | None = None) -> Provider:
     """An instance ready to search. An unconfigured API is still built: its
     search raises RemoteError("not_configured"), which lands like any failure."""
-    name = _one_name(name)
-    if name == "library":
-        if library is None:
-            raise ValueError("the 'library' provider must be passed in as `library`")
-        return library
-    return _CLASSES[name](settings, client)
+    return _CLASSES[_one_name(name)](settings, client)
 
 
 def _one_name(name: str) -> str:

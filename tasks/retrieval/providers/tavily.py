@@ -24,7 +24,7 @@ MAX_PER_CALL = 20  # documented range of max_results: 0-20
 class TavilyProvider(ApiProvider):
     name = "tavily"
     intents = frozenset({"web", "news"})
-    uses_intent = True  # the request differs by intent (news vs general)
+    reads_intent = True  # the request differs by intent (news vs general)
     endpoint = "https://api.tavily.com/search"
     key_setting = "tavily_api_key"
 

@@ -5,7 +5,9 @@ touches the catalog; tasks/retrieval/providers/library/index.py indexes what thi
 A *corpus* is one source of documents:
 - a folder of the user's documents (`settings.library`): Markdown (.md,
   .markdown), text (.txt, .rst), HTML (.html, .htm), and PDF when the optional
-  `pypdf` package is installed. Hidden files and folders are not walked;
+  `pypdf` package is installed. Hidden files and folders are not walked,
+  nor SKIPPED_DIRS (documentation build artefacts such as Sphinx's
+  `_sources` and `_static`);
   files of other types are ignored. Document URLs are `file://` URLs.
 - with no folder configured, Python's language reference as shipped with
   every CPython (`pydoc_data.topics`): one document per topic, with its
@@ -39,6 +41,9 @@ SUFFIX_KINDS = {
     ".html": "html", ".htm": "html",
     ".pdf": "pdf",
 }
+# Build artefacts of documentation generators: Sphinx's copies of the page
+# sources and its highlighted module code would double every page.
+SKIPPED_DIRS = frozenset({"_sources", "_static", "_images", "_downloads", "_modules", "node_modules", "__pycache__"})
 MAX_FILE_BYTES = 50_000_000  # larger files are skipped: not "documents" one reads
 PASSAGE_CHARS = 1500
 
@@ -96,7 +101,7 @@ def walk_folder(root: Path) -> Iterator[DocumentFile | Skip]:
         failed_dirs.append(Skip(_shown(where), f"unreadable folder: {error.strerror or error}"))
 
     for dirpath, dirnames, filenames in os.walk(root, onerror=on_error):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in SKIPPED_DIRS)
         for name in sorted(filenames):
             kind = SUFFIX_KINDS.get(Path(name).suffix.lower())
             if name.startswith(".") or kind is None:
@@ -287,6 +292,14 @@ def _first_line(text: str) -> str | None:
     return next((line.strip() for line in text.split("\n") if line.strip()), None)
 
 
+# Within a page, its main content when it marks one (Sphinx, MkDocs, Read the
+# Docs and most site generators do): navigation, sidebars and footers repeat
+# on every page and would match every query.
+_MAIN = ("[role=main]", "main", "article", "div.body")
+_CHROME = ("nav,header,footer,aside,[role=navigation],[role=search],[role=contentinfo],.sphinxsidebar,.related,"
+           ".footer,a.headerlink")
+NAVIGATION_LINK_SHARE = 0.6  # a page whose text is mostly link text is an index of other pages
+
 _BLOCKS = ("p,div,section,article,main,header,footer,aside,blockquote,pre,table,tr,ul,ol,li,dl,dt,dd,"
            "h1,h2,h3,h4,h5,h6,br,hr,figure,figcaption,form,fieldset,details,summary")
 _HIDDEN = "script,style,noscript,template,svg,nav,iframe,object"
@@ -296,20 +309,30 @@ def _html(markup: str) -> tuple[str | None, str]:
     from selectolax.lexbor import LexborHTMLParser
 
     tree = LexborHTMLParser(markup)
-    title_node = tree.css_first("title") or tree.css_first("h1")
-    title = " ".join(title_node.text().split()) if title_node else None
     for node in tree.css(_HIDDEN):
         node.decompose()
+    root = next((node for node in map(tree.css_first, _MAIN) if node is not None), None) or tree.body or tree.root
+    for node in root.css(_CHROME) if root else []:
+        node.decompose()
+    title_node = tree.css_first("title") or (root.css_first("h1") if root else None)
+    title = " ".join(title_node.text().split()) if title_node else None
+    if root is not None and _mostly_links(root):
+        raise SkipFile("a navigation page (mostly links)")
     # Blocks become blank-line separated paragraphs, so passages keep the
     # document's structure instead of one run-on line.
-    for node in tree.css(_BLOCKS):
+    for node in root.css(_BLOCKS) if root else []:
         node.insert_before("\n\n")
         node.insert_after("\n\n")
-    root = tree.body or tree.root
     raw = root.text(separator="", strip=False) if root else ""
     lines = (" ".join(line.split()) for line in raw.split("\n"))
     text = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
     return title or None, text
+
+
+def _mostly_links(root) -> bool:
+    text = len(" ".join(root.text(separator=" ").split()))
+    linked = sum(len(" ".join(a.text(separator=" ").split())) for a in root.css("a"))
+    return text > 0 and linked / text > NAVIGATION_LINK_SHARE
 
 
 def _pdf(data: bytes) -> tuple[str | None, str]:

@@ -1,41 +1,54 @@
-"""The library's full-text index in the catalog: bring a corpus's documents
-(walked, extracted and cut into passages by tasks/retrieval/providers/library/documents.py) into the
-catalog, re-indexing only what changed, and keep a BM25 index of the passages.
+"""The library's search index: a corpus's documents (walked, extracted and
+cut into passages by documents.py) with each passage's terms
+(tasks/common/text.py: the same tokenizer, stopwords and Porter stemmer as
+queries and scoring), stored as one Parquet file per corpus under
+SEARCHLAKE_HOME/library/<corpus id>/, and a BM25 index (bm25s) over the
+passages, built from the stored terms when the corpus changes and saved
+beside them; each passage also keeps its embedding (embeddings.py) for the
+dense half of the ranking (provider.py).
 
-Change detection per file: same (mtime, size) as indexed -> unchanged, not
+Change detection per file: same (mtime, size) as stored -> unchanged, not
 read; otherwise read and hash: same sha256 -> only mtime/size updated;
-different -> re-extracted and re-chunked. Indexed files that disappeared (or
-became unreadable) are dropped. The full-text index is rebuilt only when a
-corpus changed. Files that cannot be indexed are returned as `Skip`s (path,
-reason) for the caller's error log; they never raise.
+different -> re-extracted and re-tokenized. Stored files that disappeared
+(or became unreadable) are dropped. Only changed files are read and
+tokenized; the BM25 matrix is rebuilt from the stored terms (about a second
+for the 530 pages of the Python documentation). Files that cannot be indexed
+are returned as `Skip`s (path, reason) for the caller's error log.
 
-CJK text has no spaces between words, so the index sees CJK runs as
-overlapping character bigrams (`index_form`); queries get the same treatment.
-
-All corpora share one DuckDB FTS index (`fts_main_library_passages`); a search
-filters by corpus, so BM25's idf statistics are over every indexed corpus.
+BM25 (Lucene's variant, as bm25s computes it), k1 = 1.2, b = 0.75, per
+passage; a passage's terms include its document's title terms:
+    idf(t) = ln(1 + (N − df(t) + 0.5) / (df(t) + 0.5))
+    bm25(p) = Σ_t idf(t) · tf / (tf + k1 · (1 − b + b · |p| / avg|p|))
+A term no passage holds has df = 0 (the largest idf).
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
+import json
+import math
+import os
+import shutil
 import threading
 import time
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from collections import Counter, OrderedDict
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
-import duckdb
+import bm25s
+import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
+from filelock import FileLock
 
 from tasks.common.settings import Settings
-from tasks.retrieval.providers.library.documents import DocumentFile, Corpus, Extracted, Skip, SkipFile, corpus_for, extract, passages
-from tasks.lake.sqlfiles import sql
-from tasks.common.text import CJK_RUN, cjk_bigrams
+from tasks.common.text import terms
+from tasks.retrieval.providers.library.documents import (Corpus, DocumentFile, Skip, SkipFile, corpus_for, extract,
+                                                         passages)
+from tasks.retrieval.providers.library.embeddings import DIM, embed
 
-# Serializes indexing in this process: two threads must not rebuild the same
-# FTS index at once (the catalog's file lock already serializes processes).
-INDEX_LOCK = threading.RLock()
+K1, B = 1.2, 0.75
+STORE_FORMAT = 2  # bump when the stored terms change meaning (tokenizer, stemmer)
 
 
 @dataclass
@@ -49,7 +62,7 @@ class IndexReport:
     removed: int = 0
     unchanged: int = 0
     skipped: list[Skip] = field(default_factory=list)
-    fts_rebuilt: bool = False
+    rebuilt: bool = False
     seconds: float = 0.0
 
     @property
@@ -57,71 +70,218 @@ class IndexReport:
         return bool(self.added or self.updated or self.removed)
 
 
-class LibraryUnavailable(RuntimeError):
-    """DuckDB's full-text extension cannot be loaded."""
+@dataclass(frozen=True)
+class Document:
+    path: str
+    url: str
+    kind: str
+    mtime: float
+    size: int
+    sha256: str
+    title: str
+    text: str
+    spans: tuple[tuple[int, int], ...]
+    passage_terms: tuple[str, ...]  # per passage its terms, space-separated, its title's terms first
+    vectors: bytes = b""  # per passage its embedding (float32 × embeddings.DIM), of title and passage
 
 
-# -- index form ---------------------------------------------------------------
+class LibraryIndex:
+    """BM25 over every passage of one corpus; a document scores as its best passage."""
 
-_CJK_PUNCTUATION = re.compile(r"[\u3000-\u303f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff65]")
+    def __init__(self, corpus_key: str, documents: list[Document], bm25: bm25s.BM25 | None):
+        self.corpus_key = corpus_key
+        self.documents = documents
+        counts = [len(d.passage_terms) for d in documents]
+        self.passage_doc = np.repeat(np.arange(len(documents)), counts)
+        self.doc_start = np.concatenate(([0], np.cumsum(counts))).astype(int)
+        self.passages = int(self.doc_start[-1])
+        self.bm25 = bm25
+        self.vectors = (np.frombuffer(b"".join(d.vectors for d in documents), dtype=np.float32)
+                        .reshape(self.passages, DIM))
+        # the index is column-major: a term's column holds one entry per passage containing it
+        self._df = np.diff(bm25.scores["indptr"]) if bm25 is not None else np.zeros(0, dtype=int)
+        self._memo: OrderedDict = OrderedDict()
+        self._memo_guard = threading.Lock()
+
+    @staticmethod
+    def build(corpus_key: str, documents: list[Document]) -> LibraryIndex:
+        corpus = [t.split() for d in documents for t in d.passage_terms]
+        bm25 = None
+        if corpus:
+            bm25 = bm25s.BM25(k1=K1, b=B)
+            bm25.index(corpus, show_progress=False)
+        return LibraryIndex(corpus_key, documents, bm25)
+
+    def df(self, term: str) -> int:
+        column = self.bm25.vocab_dict.get(term) if self.bm25 is not None else None
+        return 0 if column is None else int(self._df[column])
+
+    def idf(self, term: str) -> float:
+        df = self.df(term)
+        return math.log(1 + (self.passages - df + 0.5) / (df + 0.5))
+
+    def weighted_scores(self, weights: dict[str, float]) -> np.ndarray:
+        """Σ_t weight(t) · bm25_t(passage): BM25 of a query whose terms carry weights."""
+        total = np.zeros(self.passages)
+        for term, weight in weights.items():
+            if weight and self.df(term):
+                total += weight * np.asarray(self.bm25.get_scores([term]), dtype=float)
+        return total
+
+    def passage_scores(self, query_terms: list[str]) -> np.ndarray:
+        known = [t for t in dict.fromkeys(query_terms) if self.df(t)]
+        if not known:
+            return np.zeros(self.passages)
+        return np.asarray(self.bm25.get_scores(known), dtype=float)
+
+    def best_passages(self, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per document: its best passage's score and that passage's global index."""
+        if not self.passages:
+            return np.zeros(0), np.zeros(0, dtype=int)
+        best = np.maximum.reduceat(scores, self.doc_start[:-1])
+        where = np.array([start + int(np.argmax(scores[start:end]))
+                          for start, end in zip(self.doc_start[:-1], self.doc_start[1:])])
+        return best, where
+
+    def passage(self, index: int) -> tuple[Document, int, str]:
+        doc_no = int(self.passage_doc[index])
+        doc, number = self.documents[doc_no], int(index - self.doc_start[doc_no])
+        start, end = doc.spans[number]
+        return doc, number, doc.text[start:end]
+
+    def passage_terms(self, index: int) -> list[str]:
+        doc_no = int(self.passage_doc[index])
+        return self.documents[doc_no].passage_terms[int(index - self.doc_start[doc_no])].split()
+
+    def remembered(self, key, compute, keep: int = 32):
+        """compute(), remembered for this index under `key` (the last `keep` keys)."""
+        with self._memo_guard:
+            if key in self._memo:
+                self._memo.move_to_end(key)
+                return self._memo[key]
+        value = compute()
+        with self._memo_guard:
+            self._memo[key] = value
+            while len(self._memo) > keep:
+                self._memo.popitem(last=False)
+        return value
 
 
-def index_form(text: str) -> str:
-    """The text as the full-text index sees it: CJK runs become space-separated
-    character bigrams (CJK has no word spaces; bigrams are the usual remedy),
-    everything else is left to DuckDB's tokenizer."""
-    text = _CJK_PUNCTUATION.sub(" ", text)
-    return CJK_RUN.sub(lambda m: " " + " ".join(cjk_bigrams(m.group())) + " ", text)
+# -- the store ----------------------------------------------------------------
+
+def store_dir(settings: Settings, corpus: Corpus) -> Path:
+    """SEARCHLAKE_HOME/library/<first 16 hex digits of sha256(corpus key)>."""
+    return Path(settings.home) / "library" / hashlib.sha256(corpus.key.encode("utf-8")).hexdigest()[:16]
 
 
-# -- the catalog --------------------------------------------------------------
-
-_fts_installed = False
-
-
-def load_fts(con: duckdb.DuckDBPyConnection) -> None:
-    """LOAD fts without the internet: the extension binary comes from the
-    `duckdb-extension-fts` package, installed into DuckDB on first need."""
-    global _fts_installed
-    try:
-        con.execute(sql("library_load_fts"))
-        return
-    except duckdb.Error:
-        if _fts_installed:
-            raise
-    try:
-        from duckdb_extensions import import_extension
-
-        import_extension("fts", con=con)
-        con.execute(sql("library_load_fts"))
-    except (ImportError, duckdb.Error) as error:
-        raise LibraryUnavailable(
-            f"DuckDB's fts extension cannot be loaded (is duckdb-extension-fts installed?): {error}"
-        ) from error
-    _fts_installed = True
+_SCHEMA = pa.schema([
+    ("path", pa.string()), ("url", pa.string()), ("kind", pa.string()), ("mtime", pa.float64()),
+    ("size", pa.int64()), ("sha256", pa.string()), ("title", pa.string()), ("text", pa.large_string()),
+    ("span_start", pa.list_(pa.int32())), ("span_end", pa.list_(pa.int32())),
+    ("passage_terms", pa.list_(pa.large_string())), ("vectors", pa.large_binary()),
+])
 
 
-def index_library(catalog, settings: Settings | None = None, corpus: Corpus | None = None) -> IndexReport:
-    """Bring the catalog's index of the configured corpus up to date."""
-    settings = settings or catalog.settings
+def _read_store(folder: Path) -> list[Document]:
+    meta, data = folder / "corpus.json", folder / "documents.parquet"
+    if not meta.is_file() or not data.is_file():
+        return []
+    if json.loads(meta.read_text(encoding="utf-8")).get("format") != STORE_FORMAT:
+        return []  # stored under another tokenizer: re-index everything
+    table = pq.read_table(data, schema=_SCHEMA).to_pylist()
+    return [Document(r["path"], r["url"], r["kind"], r["mtime"], r["size"], r["sha256"], r["title"], r["text"],
+                     tuple(zip(r["span_start"], r["span_end"])), tuple(r["passage_terms"]), r["vectors"])
+            for r in table]
+
+
+def _write_store(folder: Path, corpus: Corpus, documents: list[Document], index: LibraryIndex | None) -> None:
+    """Written to temporary names and renamed: a crash leaves the previous
+    store. The documents file is written last: its stamp says the store changed."""
+    folder.mkdir(parents=True, exist_ok=True)
+    if index is not None and index.bm25 is not None:
+        shutil.rmtree(folder / "bm25.tmp", ignore_errors=True)
+        index.bm25.save(str(folder / "bm25.tmp"), show_progress=False)
+        shutil.rmtree(folder / "bm25", ignore_errors=True)
+        os.replace(folder / "bm25.tmp", folder / "bm25")
+    table = pa.table({
+        "path": [d.path for d in documents], "url": [d.url for d in documents],
+        "kind": [d.kind for d in documents], "mtime": [float(d.mtime) for d in documents],
+        "size": [d.size for d in documents], "sha256": [d.sha256 for d in documents],
+        "title": [d.title for d in documents], "text": [d.text for d in documents],
+        "span_start": [[s for s, _ in d.spans] for d in documents],
+        "span_end": [[e for _, e in d.spans] for d in documents],
+        "passage_terms": [list(d.passage_terms) for d in documents],
+        "vectors": [d.vectors for d in documents],
+    }, schema=_SCHEMA)
+    pq.write_table(table, folder / "documents.parquet.tmp")
+    (folder / "corpus.json.tmp").write_text(json.dumps({"key": corpus.key, "root": corpus.root,
+                                                        "format": STORE_FORMAT}), encoding="utf-8")
+    os.replace(folder / "corpus.json.tmp", folder / "corpus.json")
+    os.replace(folder / "documents.parquet.tmp", folder / "documents.parquet")
+
+
+# -- indexing -------------------------------------------------------------------
+
+# In this process: the loaded index of each store folder, with the stamp of
+# the file it was built from (another process may re-index meanwhile).
+_LOADED: dict[str, tuple[tuple, LibraryIndex]] = {}
+_GUARD = threading.RLock()
+
+
+def index_library(settings: Settings, corpus: Corpus | None = None) -> IndexReport:
+    """Bring the stored index of the configured corpus up to date."""
     corpus = corpus or corpus_for(settings)
-    with INDEX_LOCK:
-        cursor = catalog.con.cursor()
-        try:
-            return _index(cursor, corpus)
-        finally:
-            cursor.close()
-
-
-def _index(con: duckdb.DuckDBPyConnection, corpus: Corpus) -> IndexReport:
+    folder = store_dir(settings, corpus)
+    folder.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
+    with _GUARD, FileLock(str(folder / "index.lock"), timeout=settings.lock_timeout or -1):
+        report, documents = _update(corpus, _read_store(folder))
+        if report.changed or not (folder / "documents.parquet").is_file():
+            index = LibraryIndex.build(corpus.key, documents)
+            _write_store(folder, corpus, documents, index)
+            _LOADED[str(folder)] = (_stamp(folder), index)
+            report.rebuilt = True
+        elif report.touched:
+            _write_store(folder, corpus, documents, None)  # new mtimes only: the BM25 index stands
+    report.seconds = round(time.perf_counter() - started, 3)
+    return report
+
+
+def open_index(settings: Settings, corpus: Corpus) -> LibraryIndex:
+    """The corpus's index, loaded once per process and again when its store
+    changed; a corpus never indexed is indexed first."""
+    folder = store_dir(settings, corpus)
+    with _GUARD:
+        stamp = _stamp(folder)
+        loaded = _LOADED.get(str(folder))
+        if stamp is None:
+            index_library(settings, corpus)
+            return _LOADED[str(folder)][1]
+        if loaded is None or loaded[0] != stamp:
+            with FileLock(str(folder / "index.lock"), timeout=settings.lock_timeout or -1):
+                _LOADED[str(folder)] = (_stamp(folder), _loaded(folder, corpus))
+        return _LOADED[str(folder)][1]
+
+
+def _stamp(folder: Path) -> tuple | None:
+    try:
+        info = (folder / "documents.parquet").stat()
+    except OSError:
+        return None
+    return info.st_mtime_ns, info.st_size
+
+
+def _loaded(folder: Path, corpus: Corpus) -> LibraryIndex:
+    documents = _read_store(folder)
+    if not documents or not (folder / "bm25").is_dir():
+        return LibraryIndex.build(corpus.key, documents)
+    return LibraryIndex(corpus.key, documents, bm25s.BM25.load(str(folder / "bm25"), show_progress=False))
+
+
+def _update(corpus: Corpus, stored: list[Document]) -> tuple[IndexReport, list[Document]]:
     report = IndexReport(corpus=corpus.key, root=corpus.root)
-    load_fts(con)
-    known = {path: (mtime, size, sha) for path, mtime, size, sha in
-             con.execute(sql("library_documents_state"), [corpus.key]).fetchall()}
-    seen: set[str] = set()
-    fresh: list[tuple[DocumentFile, str, Extracted]] = []
-    touched: list[DocumentFile] = []
+    known = {d.path: d for d in stored}
+    kept: list[Document] = []
     for found in corpus.walk():
         if isinstance(found, Skip):
             report.skipped.append(found)
@@ -130,119 +290,44 @@ def _index(con: duckdb.DuckDBPyConnection, corpus: Corpus) -> IndexReport:
         if isinstance(outcome, Skip):
             report.skipped.append(outcome)
             continue
-        seen.add(found.path)
-        if outcome == "unchanged":
-            report.unchanged += 1
-        elif outcome == "touched":
-            touched.append(found)
-        else:
-            fresh.append((found, *outcome))
-    gone = sorted(set(known) - seen)
-    report.added = sum(1 for c, _, _ in fresh if c.path not in known)
-    report.updated = len(fresh) - report.added
-    report.touched, report.removed, report.documents = len(touched), len(gone), len(seen)
-    _write(con, corpus, fresh, touched, gone, changed=report.changed)
-    report.fts_rebuilt = _rebuild_fts_if_stale(con)
-    report.seconds = round(time.perf_counter() - started, 3)
-    return report
+        kind, document = outcome
+        setattr(report, kind, getattr(report, kind) + 1)
+        kept.append(document)
+    report.removed = len(set(known) - {d.path for d in kept})
+    report.documents = len(kept)
+    kept.sort(key=lambda d: d.path)
+    return report, _with_vectors(kept)
 
 
-def _examine(candidate: DocumentFile, known: tuple | None) -> Skip | str | tuple[str, Extracted]:
-    """'unchanged', 'touched' (same bytes), (sha256, Extracted) for new or
-    changed content, or a Skip."""
-    if known and known[0] == candidate.mtime and known[1] == candidate.size:
-        return "unchanged"
+def _with_vectors(documents: list[Document]) -> list[Document]:
+    """Embed the passages of the documents that have no vectors yet, in one batch."""
+    missing = [d for d in documents if not d.vectors and d.spans]
+    texts = [f"{d.title}\n{d.text[s:e]}" for d in missing for s, e in d.spans]
+    vectors, at, filled = embed(texts), 0, {}
+    for doc in missing:
+        filled[doc.path] = replace(doc, vectors=vectors[at:at + len(doc.spans)].tobytes())
+        at += len(doc.spans)
+    return [filled.get(d.path, d) for d in documents]
+
+
+def _examine(candidate: DocumentFile, known: Document | None) -> Skip | tuple[str, Document]:
+    """('unchanged' | 'touched' | 'updated' | 'added', the document), or a Skip."""
+    if known and known.mtime == candidate.mtime and known.size == candidate.size:
+        return "unchanged", known
     try:
         data = candidate.read()
     except OSError as error:
         return Skip(candidate.path, f"unreadable: {error.strerror or error}")
     sha = hashlib.sha256(data).hexdigest()
-    if known and known[2] == sha:
-        return "touched"
+    if known and known.sha256 == sha:
+        return "touched", replace(known, mtime=candidate.mtime, size=candidate.size)
     try:
-        return sha, extract(candidate.kind, data, candidate.path)
+        extracted = extract(candidate.kind, data, candidate.path)
     except SkipFile as reason:
         return Skip(candidate.path, str(reason))
-
-
-def _write(con, corpus: Corpus, fresh, touched: list[DocumentFile], gone: list[str], *, changed: bool) -> None:
-    """Apply one corpus's changes in one transaction: a crash leaves the
-    previous state, and `fts_stale` set with the data it describes."""
-    now = datetime.now(timezone.utc)
-    replaced = gone + [c.path for c, _, _ in fresh]
-    con.begin()
-    try:
-        if replaced:
-            con.execute(sql("library_passages_delete"), [corpus.key, replaced])
-            con.execute(sql("library_documents_delete"), [corpus.key, replaced])
-        if fresh:
-            _insert(con, "library_new_documents", "library_documents_insert", _documents_table(corpus, fresh, now))
-            _insert(con, "library_new_passages", "library_passages_insert", _passages_table(corpus, fresh))
-        if touched:
-            table = pa.table({"corpus": [corpus.key] * len(touched), "path": [c.path for c in touched],
-                              "mtime": [c.mtime for c in touched], "size": [c.size for c in touched]})
-            _insert(con, "library_touched", "library_documents_touch", table)
-        con.execute(sql("library_corpus_put"), [corpus.key, corpus.root, changed, now])
-        con.commit()
-    except BaseException:
-        con.rollback()
-        raise
-
-
-def _insert(con, view: str, statement: str, table: pa.Table) -> None:
-    con.register(view, table)
-    try:
-        con.execute(sql(statement))
-    finally:
-        con.unregister(view)
-
-
-def _documents_table(corpus: Corpus, fresh, now: datetime) -> pa.Table:
-    return pa.table({
-        "corpus": [corpus.key] * len(fresh),
-        "path": [c.path for c, _, _ in fresh],
-        "url": [c.url for c, _, _ in fresh],
-        "kind": [c.kind for c, _, _ in fresh],
-        "mtime": [float(c.mtime) for c, _, _ in fresh],
-        "size": [c.size for c, _, _ in fresh],
-        "sha256": [sha for _, sha, _ in fresh],
-        "title": [doc.title for _, _, doc in fresh],
-        "text": [doc.text for _, _, doc in fresh],
-        "indexed_at": pa.array([now] * len(fresh), pa.timestamp("us", tz="UTC")),
-    })
-
-
-def _passages_table(corpus: Corpus, fresh) -> pa.Table:
-    columns: dict[str, list] = {name: [] for name in
-                                ("corpus", "path", "passage_no", "char_start", "char_len", "title_terms", "terms")}
-    for candidate, _, doc in fresh:
-        title_terms = index_form(doc.title)
-        for number, (start, end) in enumerate(passages(doc.text)):
-            columns["corpus"].append(corpus.key)
-            columns["path"].append(candidate.path)
-            columns["passage_no"].append(number)
-            columns["char_start"].append(start)
-            columns["char_len"].append(end - start)
-            columns["title_terms"].append(title_terms)
-            columns["terms"].append(index_form(doc.text[start:end]))
-    return pa.table(columns, schema=pa.schema([
-        ("corpus", pa.string()), ("path", pa.string()), ("passage_no", pa.int32()),
-        ("char_start", pa.int32()), ("char_len", pa.int32()),
-        ("title_terms", pa.string()), ("terms", pa.string()),
-    ]))
-
-
-def corpus_state(con: duckdb.DuckDBPyConnection, corpus_key: str) -> tuple[bool, bool]:
-    """(is the corpus indexed, does the FTS index need a rebuild)."""
-    indexed, stale = con.execute(sql("library_corpus_state"), [corpus_key]).fetchone()
-    return bool(indexed), bool(stale)
-
-
-def _rebuild_fts_if_stale(con: duckdb.DuckDBPyConnection) -> bool:
-    # a missing index counts as stale, so a crash before the rebuild heals here
-    _, stale = corpus_state(con, "")
-    if not stale:
-        return False
-    con.execute(sql("library_fts_rebuild"))
-    con.execute(sql("library_fts_fresh"))
-    return True
+    spans = tuple(passages(extracted.text))
+    title_terms = terms(extracted.title)
+    passage_terms = tuple(" ".join(title_terms + terms(extracted.text[s:e])) for s, e in spans)
+    document = Document(candidate.path, candidate.url, candidate.kind, candidate.mtime, candidate.size, sha,
+                        extracted.title, extracted.text, spans, passage_terms)
+    return ("updated" if known else "added"), document

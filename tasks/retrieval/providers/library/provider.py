@@ -1,149 +1,223 @@
-"""The embedded default provider: BM25 over the user's own documents (or
-Python's docs), indexed in the catalog by tasks/retrieval/providers/library/index.py.
+"""The embedded default provider: hybrid search over the user's own documents
+(or Python's docs), indexed by tasks/retrieval/providers/library/index.py. It
+needs no catalog: its index lives under SEARCHLAKE_HOME/library/.
 
-A document scores as its best passage; its snippet is that passage, trimmed
-to about SNIPPET_CHARS around the query terms.
+Ranking (see `_ranking`): BM25 over passages with pseudo-relevance feedback
+(RM3), fused by reciprocal rank with a small dense model's passage
+similarity. Chosen by measurement (README, "Relevance"). Results keep that
+order; a hit's snippet is its best passage, trimmed to about SNIPPET_CHARS
+around the query terms.
 
-provider_score — BM25 is unbounded and depends on the corpus and the query,
-so it is calibrated against the query itself rather than against the other
-results (dividing by the best result's score would make a weak best match
-look perfect). With t over the query's distinct index terms (stemmed,
-stopwords dropped) and idf(t) exactly as DuckDB's match_bm25 computes it:
+provider_score — the fused score of the hit for the query, in [0, 1]: the
+reciprocal-rank fusion divided by its largest value, times the calibrated
+BM25 score of the query's best passage in the whole library. BM25 is
+unbounded and depends on the corpus and the query, so it is calibrated
+against the query itself (dividing by the best result's score would make a
+weak best match look perfect). With t over the query's distinct terms
+(tasks/common/text.py terms) and idf(t) as the index computes it:
 
-    r = bm25(best passage) / Σ_t idf(t)
-    c = Σ_{t in the passage or its title} idf(t) / Σ_t idf(t)
-    provider_score = (1 − 5^(−r)) · √c
+    r = bm25(best passage) · (k1 + 1) / Σ_t idf(t)
+    c = Σ_{t in the passage} idf(t) / Σ_t idf(t)
+    calibrated = (1 − 5^(−r)) · √c
 
-Σ idf(t) is the BM25 of a passage holding every query term once at average
-length, so that passage scores 0.8; repeated terms saturate towards
-1 − 5^(−(k1+1)) ≈ 0.97 (BM25 caps each term at idf·(k1+1), k1 = 1.2). The
-coverage factor √c keeps a passage that repeats one query term from
-scoring like one that holds them all. Query terms the corpus never contains
-keep their (largest) idf in both sums, so a question about something the
-library lacks scores low even for its best hit.
+Σ idf(t) / (k1 + 1) is the BM25 of a passage holding every query term once at
+average length, so that passage scores 0.8; repeated terms saturate towards
+1 − 5^(−(k1+1)) ≈ 0.97. The coverage factor √c keeps a passage that repeats
+one query term from scoring like one that holds them all. Query terms the
+corpus never contains keep their (largest) idf in both sums, so a question
+about something the library lacks scores low even for its best hit.
+
+question_score — the same score of the same document for the task's
+question (`Query.question`): its relevance to the question, whatever query
+found it, so that every hit of a task is ranked on one scale.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import ClassVar
 
-import duckdb
+import numpy as np
 
 from tasks.common.settings import Settings
-from tasks.retrieval.providers.library.documents import corpus_for
-from tasks.retrieval.providers.library.index import (
-    INDEX_LOCK,
-    LibraryUnavailable,
-    corpus_state,
-    index_form,
-    index_library,
-    load_fts,
-)
+from tasks.common.text import CJK_RUN, terms
 from tasks.retrieval.providers.base import Hit, Query
-from tasks.common.errors import RemoteError
-from tasks.lake.sqlfiles import sql
-from tasks.common.text import CJK_RUN
+from tasks.retrieval.providers.library.documents import corpus_for
+from tasks.retrieval.providers.library.embeddings import embed
+from tasks.retrieval.providers.library.index import K1, IndexReport, LibraryIndex, index_library, open_index
 
 SNIPPET_CHARS = 300
 SCORE_BASE = 5.0  # r = 1 (every term once, average length) -> 1 - 1/5 = 0.8
 
 
 def calibrated_score(bm25: float, idf_sum: float, matched_idf: float) -> float:
-    """See the module docstring: (1 − 5^(−bm25/Σidf)) · √(matched idf / Σidf)."""
+    """See the module docstring: (1 − 5^(−bm25·(k1+1)/Σidf)) · √(matched idf / Σidf)."""
     if idf_sum <= 0 or bm25 <= 0 or matched_idf <= 0:
         return 0.0
     coverage = min(1.0, matched_idf / idf_sum)
-    return round((1.0 - SCORE_BASE ** (-bm25 / idf_sum)) * coverage ** 0.5, 6)
+    return round((1.0 - SCORE_BASE ** (-bm25 * (K1 + 1) / idf_sum)) * coverage ** 0.5, 6)
 
 
 class LibraryProvider:
     name: ClassVar[str] = "library"
-    intents: ClassVar[frozenset[str]] = frozenset({"academic", "news", "web", "library"})
+    # its own intent only: "… survey" or "… 2026" means nothing to a folder of
+    # documents (a query of an intent no enabled provider serves still comes here)
+    intents: ClassVar[frozenset[str]] = frozenset({"library"})
     endpoint: ClassVar[str] = "file://library"
+    key_setting: ClassVar[str | None] = None
+    key_required: ClassVar[bool] = False
+    reads_intent: ClassVar[bool] = False
+    max_concurrency: ClassVar[int] = 64
+    min_interval_seconds: ClassVar[float] = 0.0
 
-    def __init__(self, catalog, settings: Settings | None = None):
-        """`catalog` is an open tasks.lake.catalog.Catalog. A configured library
-        folder that does not exist raises ValueError here."""
-        self.catalog = catalog
-        self.settings = settings or catalog.settings
-        self.corpus = corpus_for(self.settings)
-        self.last_index = None  # the IndexReport when this provider had to index
+    def __init__(self, settings: Settings, client=None):
+        """A configured library folder that does not exist raises ValueError here."""
+        self.settings = settings
+        self.corpus = corpus_for(settings)
 
-    def prepare(self):
-        """Index the corpus now (only what changed); returns the IndexReport,
-        whose `skipped` list belongs in the error log."""
-        self.last_index = index_library(self.catalog, self.settings, self.corpus)
-        return self.last_index
+    def prepare(self) -> IndexReport:
+        """Index the corpus now (only what changed); the IndexReport's
+        `skipped` list belongs in the error log."""
+        return index_library(self.settings, self.corpus)
 
     def search(self, query: Query, max_results: int) -> list[Hit]:
-        text = index_form(query.text)
-        if not text.strip() or max_results <= 0:
+        if not terms(query.text) or max_results <= 0:
             return []
-        # one cursor per call: searches may run on several threads at once
-        cursor = self.catalog.con.cursor()
-        try:
-            self._ensure_index(cursor)
-            rows = cursor.execute(sql("library_search"),
-                                  [self.corpus.key, text, max_results, self.settings.content_max_chars]).fetchall()
-            if not rows:
-                return []
-            idf = dict(cursor.execute(sql("library_query_terms"), [text]).fetchall())
-            held = cursor.execute(sql("library_passage_terms"), [[row[7] for row in rows], list(idf)]).fetchall()
-        except LibraryUnavailable as error:
-            raise RemoteError("not_configured", str(error).splitlines()[0]) from error
-        except duckdb.Error as error:
-            raise RemoteError("index_error", f"library index: {error}".splitlines()[0]) from error
-        finally:
-            cursor.close()
-        matched: dict[int, float] = {}
-        for passage_id, term in held:
-            matched[passage_id] = matched.get(passage_id, 0.0) + idf[term]
-        idf_sum = sum(idf.values())
-        return [self._hit(row, list(idf), calibrated_score(row[5], idf_sum, matched.get(row[7], 0.0)))
-                for row in rows]
+        index = open_index(self.settings, self.corpus)
+        found = ranking(index, query.text)
+        question = ranking(index, query.question) if query.question else None
+        keys = list(dict.fromkeys(terms(query.text)))
+        return [self._hit(index, int(found.passage[doc]), float(found.score[doc]), keys,
+                          None if question is None else float(question.score[doc]))
+                for doc in found.order[:max_results]]
 
-    def _ensure_index(self, cursor: duckdb.DuckDBPyConnection) -> None:
-        """Searching a corpus nobody indexed yet indexes it first; an indexed
-        corpus is not re-walked here (index_library does that once per run)."""
-        load_fts(cursor)
-        indexed, stale = corpus_state(cursor, self.corpus.key)
-        if indexed and not stale:
-            return
-        with INDEX_LOCK:
-            indexed, stale = corpus_state(cursor, self.corpus.key)
-            if not indexed or stale:
-                self.prepare()
-
-    def _hit(self, row: tuple, keys: list[str], score: float) -> Hit:
-        path, url, title, kind, mtime, bm25, passage_no, _, passage, content, text_chars = row
+    def _hit(self, index: LibraryIndex, passage: int, score: float, keys: list[str],
+             question_score: float | None) -> Hit:
+        doc, number, text = index.passage(passage)
+        limit = self.settings.content_max_chars
         return Hit(
-            url=url,
-            title=title,
-            snippet=best_window(passage, keys),
-            content_text=content,
+            url=doc.url,
+            title=doc.title,
+            snippet=best_window(text, keys),
+            content_text=doc.text[:limit],
             provider_score=score,
+            question_score=question_score,
             extra={
-                "corpus": self.corpus.key,
-                "path": path,
-                "kind": kind,
-                "bm25": round(bm25, 6),
-                "passage_no": passage_no,
-                "modified_at": datetime.fromtimestamp(mtime, timezone.utc).isoformat(),
-                "content_truncated": text_chars > len(content),
+                "corpus": index.corpus_key,
+                "path": doc.path,
+                "kind": doc.kind,
+                "passage_no": number,
+                "modified_at": datetime.fromtimestamp(doc.mtime, timezone.utc).isoformat(),
+                "content_truncated": len(doc.text) > limit,
             },
         )
 
 
+# -- the ranking --------------------------------------------------------------------
+
+FEEDBACK_PASSAGES = 10  # pseudo-relevance feedback: the best passages of the first pass ...
+FEEDBACK_TERMS = 10  # ... give this many expansion terms ...
+ORIGINAL_WEIGHT = 0.5  # ... weighted against the query's own terms (RM3's λ)
+NEXT_PASSAGES, NEXT_WEIGHT = 2, 0.3  # a document: its best passage + 0.3 × its next two
+RRF_K = 60
+
+
+@dataclass(frozen=True)
+class Ranking:
+    order: np.ndarray  # the matching documents, best first
+    score: np.ndarray  # per document, in [0, 1]
+    passage: np.ndarray  # per document, the passage shown as its snippet
+
+
+def ranking(index: LibraryIndex, text: str) -> Ranking:
+    """The library's ranking of its documents for a text (kept on the index:
+    every query of a task asks for the question's again)."""
+    return index.remembered(("ranking", text), lambda: _ranking(index, text))
+
+
+def _ranking(index: LibraryIndex, text: str) -> Ranking:
+    """Lexical: BM25 of the text expanded by pseudo-relevance feedback (RM3),
+    a document scoring as its best passage plus a share of its next ones.
+    Dense: the best passage's cosine with the text's embedding. The two
+    orders are fused by reciprocal rank (k = 60); only documents with a
+    lexical match are ranked. The fused score, divided by its largest
+    possible value, is scaled by the calibrated score of the text's best
+    lexical match in the whole library — how well the library covers the
+    text at all — so it stays comparable across texts."""
+    wanted = terms(text)
+    first = index.passage_scores(wanted)
+    expanded = index.weighted_scores(feedback_weights(index, wanted, first))
+    lexical = aggregate(index, expanded)
+    matching = np.flatnonzero(lexical > 0)
+    best_lexical, where = index.best_passages(expanded)
+    if not len(matching):
+        empty = np.zeros(len(index.documents))
+        return Ranking(np.zeros(0, dtype=int), empty, where)
+    dense, _ = index.best_passages(index.vectors @ embed([text])[0])
+    fused = _rrf(lexical[matching]) + _rrf(dense[matching])
+    score = np.zeros(len(index.documents))
+    score[matching] = coverage(index, wanted, first) * fused / (2.0 / (RRF_K + 1))
+    order = matching[np.argsort(-fused, kind="stable")]
+    return Ranking(order, np.round(score, 6), where)
+
+
+def feedback_weights(index: LibraryIndex, wanted: list[str], first: np.ndarray) -> dict[str, float]:
+    """RM3: the query's terms (weight λ by frequency) plus the terms that
+    weigh most in the best first-pass passages (1 − λ), each term's weight
+    there being Σ_passages tf/|p| · bm25(p), times its idf so that words
+    common to every passage do not take over."""
+    weights: Counter = Counter()
+    for term, count in Counter(wanted).items():
+        weights[term] += ORIGINAL_WEIGHT * count / len(wanted)
+    feedback: Counter = Counter()
+    for passage in np.argsort(-first)[:FEEDBACK_PASSAGES]:
+        if first[passage] <= 0:
+            break
+        held = index.passage_terms(int(passage))
+        for term, count in Counter(held).items():
+            feedback[term] += count / len(held) * float(first[passage])
+    chosen = Counter({term: value * index.idf(term) for term, value in feedback.items()}).most_common(FEEDBACK_TERMS)
+    total = sum(value for _, value in chosen)
+    for term, value in chosen:
+        weights[term] += (1 - ORIGINAL_WEIGHT) * value / total
+    return dict(weights)
+
+
+def aggregate(index: LibraryIndex, scores: np.ndarray) -> np.ndarray:
+    """Per document: its best passage's score plus NEXT_WEIGHT × its next NEXT_PASSAGES."""
+    out = np.zeros(len(index.documents))
+    for doc, (start, end) in enumerate(zip(index.doc_start[:-1], index.doc_start[1:])):
+        top = np.sort(scores[start:end])[::-1][:1 + NEXT_PASSAGES]
+        if len(top):
+            out[doc] = top[0] + NEXT_WEIGHT * top[1:].sum()
+    return out
+
+
+def _rrf(scores: np.ndarray) -> np.ndarray:
+    ranks = np.empty(len(scores))
+    ranks[np.argsort(-scores, kind="stable")] = np.arange(1, len(scores) + 1)
+    return 1.0 / (RRF_K + ranks)
+
+
+def coverage(index: LibraryIndex, wanted: list[str], first: np.ndarray) -> float:
+    """The calibrated score of the text's best passage in the library."""
+    if not len(first) or first.max() <= 0:
+        return 0.0
+    best = int(np.argmax(first))
+    idf = {t: index.idf(t) for t in dict.fromkeys(wanted)}
+    held = set(index.passage_terms(best))
+    return calibrated_score(float(first[best]), sum(idf.values()), sum(v for t, v in idf.items() if t in held))
+
+
 # -- snippets -------------------------------------------------------------------
 
-
-
 def _term_pattern(key: str) -> re.Pattern:
-    """Where a stemmed index term occurs in plain text. Porter stems are
-    (nearly) prefixes of their words: 'manag' finds 'manager', 'managing';
-    a stem ending in 'i' may come from 'y' ('lazi' <- 'lazy')."""
+    """Where a stemmed term occurs in plain text. Porter stems are (nearly)
+    prefixes of their words: 'manag' finds 'manager', 'managing'; a stem
+    ending in 'i' may come from 'y' ('lazi' <- 'lazy')."""
     if CJK_RUN.search(key):
         return re.compile(re.escape(key))
     stem = re.escape(key)

@@ -1,1 +1,0 @@
-UPDATE library_corpora SET fts_stale = false WHERE fts_stale;
