@@ -21,7 +21,9 @@ browser:
 run: $(STAMP)
 	$(VENV)/bin/searchlake research "$(QUESTION)"
 
+# The layers of the code (pyproject's [tool.importlinter]) are checked first.
 test: $(STAMP) browser
+	$(VENV)/bin/lint-imports --no-cache
 	$(PY) -m pytest -q
 
 .PHONY: install browser run test

@@ -1,7 +1,11 @@
-"""Ingest flow: land bundle files (a landing folder, typically), then
-consolidate the tasks that received new bundles."""
+"""Ingest flow: land bundle files — given paths, or the waiting files of a
+landing folder — then consolidate the tasks that received new bundles. A
+landing folder's handled files move to its processed/ or refused/ subfolder
+(tasks/lake/landing_folder.py), so a scheduled run never reads a file twice."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from flows import common  # noqa: F401  (sets Prefect defaults before import)
 from prefect import flow, get_run_logger, task
@@ -12,6 +16,7 @@ from flows.consolidate import consolidate_task
 from tasks.lake.catalog import open_catalog
 from tasks.common.settings import Settings
 from tasks.lake.landing import land_files
+from tasks.lake.landing_folder import file_away, prepare_landing_folder, waiting_files
 
 
 @task(name="land-bundle-files", retries=3, retry_delay_seconds=[5, 15, 45],
@@ -26,13 +31,36 @@ def land_task(paths: list[str], task_id: str | None, replace: bool) -> dict:
     for refusal in report.refused:
         logger.warning(refusal.line())
     return {"tasks": report.tasks, "landed": len(report.landed), "items": report.items_landed,
-            "unchanged": len(report.unchanged), "refused": [r.line() for r in report.refused]}
+            "unchanged": len(report.unchanged), "refused": [r.line() for r in report.refused],
+            "refused_paths": [r.source for r in report.refused]}
+
+
+@task(name="scan-landing-folder", cache_policy=NO_CACHE)
+def scan_landing_task(folder: str) -> list[str]:
+    logger = get_run_logger()
+    if prepare_landing_folder(Path(folder)):
+        logger.warning("landing folder %s did not exist; created it: drop bundle files there", folder)
+    files = [str(path) for path in waiting_files(Path(folder))]
+    logger.info("%d bundle files waiting in %s", len(files), folder)
+    return files
+
+
+@task(name="file-away-handled-files", cache_policy=NO_CACHE)
+def file_away_task(folder: str, files: list[str], refused_paths: list[str]) -> dict:
+    moved = file_away(Path(folder), [Path(f) for f in files], refused_paths)
+    get_run_logger().info("moved %d files to processed/, %d to refused/", moved["processed"], moved["refused"])
+    return moved
 
 
 @flow(name="searchlake-ingest", log_prints=False)
-def ingest_flow(paths: list[str], task_id: str | None = None, replace: bool = False,
-                consolidate: bool = True) -> dict:
-    summary = land_task(paths, task_id, replace)
+def ingest_flow(paths: list[str] | None = None, landing: str | None = None, task_id: str | None = None,
+                replace: bool = False, consolidate: bool = True) -> dict:
+    """Land `paths`, or (with `landing`) the files waiting in a landing folder."""
+    waiting = scan_landing_task(landing) if landing is not None else []
+    files = list(paths or []) + waiting
+    summary = land_task(files, task_id, replace) if files else {"tasks": [], "landed": 0, "refused": []}
+    if waiting:
+        summary["moved"] = file_away_task(landing, waiting, summary["refused_paths"])
     if consolidate:
         summary["consolidated"] = [consolidate_task(task) for task in summary["tasks"]]
     return summary
@@ -40,4 +68,4 @@ def ingest_flow(paths: list[str], task_id: str | None = None, replace: bool = Fa
 
 if __name__ == "__main__":
     import sys
-    ingest_flow(sys.argv[1:] or ["data/landing"])
+    ingest_flow(sys.argv[1:] or None, landing=None if sys.argv[1:] else "data/landing")

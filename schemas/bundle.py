@@ -14,6 +14,7 @@ from pydantic import (
     ConfigDict,
     Field,
     NonNegativeInt,
+    Strict,
     TypeAdapter,
     ValidationInfo,
     field_validator,
@@ -54,32 +55,50 @@ def to_utc(value: datetime) -> datetime:
     return value.astimezone(timezone.utc)
 
 
+# Size limits of a bundle's text fields, in characters: enough for any real
+# page, small enough that one bad file cannot bloat the lake.
+MAX_URL_CHARS = 8_192
+MAX_TITLE_CHARS = 2_000
+MAX_QUERY_TEXT_CHARS = 4_000
+MAX_SNIPPET_CHARS = 20_000
+MAX_CONTENT_CHARS = 1_000_000
+MAX_SHORT_CHARS = 256  # provider, query_intent, language, error_code, source_id
+
 Identifier = Annotated[str, AfterValidator(check_identifier)]
 Timestamp = Annotated[datetime, BeforeValidator(_require_iso_text), AfterValidator(to_utc)]
-Score = Annotated[float, Field(ge=0.0, le=1.0)]
-LakeURL = Annotated[str, Field(min_length=1), AfterValidator(check_lake_url)]
+# Numbers must be JSON numbers: strict, so "0.5" and true are refused (an
+# integer is still a number for a float field).
+Score = Annotated[float, Strict(), Field(ge=0.0, le=1.0)]
+Count = Annotated[int, Strict(), Field(ge=0)]
+HttpStatus = Annotated[int, Strict(), Field(ge=100, le=599)]
+ShortText = Annotated[str, Field(max_length=MAX_SHORT_CHARS)]
+Title = Annotated[str, Field(max_length=MAX_TITLE_CHARS)]
+QueryText = Annotated[str, Field(max_length=MAX_QUERY_TEXT_CHARS)]
+Snippet = Annotated[str, Field(max_length=MAX_SNIPPET_CHARS)]
+Content = Annotated[str, Field(max_length=MAX_CONTENT_CHARS)]
+LakeURL = Annotated[str, Field(min_length=1, max_length=MAX_URL_CHARS), AfterValidator(check_lake_url)]
 ItemStatus = Literal["ok", "filtered", "failed"]
 
 
 class SearchResultItem(BaseModel):
     model_config = ConfigDict(extra="allow")
 
-    source_id: str | None = Field(default=None, min_length=1, max_length=256)
-    rank: NonNegativeInt | None = None
+    source_id: str | None = Field(default=None, min_length=1, max_length=MAX_SHORT_CHARS)
+    rank: Count | None = None
     url: LakeURL
-    title: str
-    snippet: str | None = None
-    content_text: str | None = None
-    language: str | None = None
+    title: Title
+    snippet: Snippet | None = None
+    content_text: Content | None = None
+    language: ShortText | None = None
     published_at: Timestamp | None = None
     captured_at: Timestamp
-    http_status: int | None = Field(default=None, ge=100, le=599)
+    http_status: HttpStatus | None = None
     score_relevance: Score | None = None
     score_freshness: Score | None = None
     score_authority: Score | None = None
     score_final: Score
     status: ItemStatus
-    error_code: str | None = Field(default=None, validate_default=True)
+    error_code: ShortText | None = Field(default=None, validate_default=True)
 
     # A field validator, not the model validator, so that the error names
     # results[i].error_code rather than the whole item.
@@ -100,10 +119,10 @@ class SearchResultItem(BaseModel):
 class SearchResultStats(BaseModel):
     model_config = ConfigDict(extra="allow")
 
-    total_returned: NonNegativeInt = 0
-    kept_after_filter: NonNegativeInt = 0
-    failed_count: NonNegativeInt = 0
-    dedup_count: NonNegativeInt = 0
+    total_returned: Count = 0
+    kept_after_filter: Count = 0
+    failed_count: Count = 0
+    dedup_count: Count = 0
 
     @classmethod
     def of(cls, results: list[SearchResultItem], *, total_returned: int | None = None,
@@ -121,9 +140,9 @@ class SearchResultBundle(BaseModel):
 
     task_id: Identifier | None = None
     query_id: Identifier
-    query_text: str
-    query_intent: str | None = None
-    provider: str = Field(min_length=1)
+    query_text: QueryText
+    query_intent: ShortText | None = None
+    provider: ShortText = Field(min_length=1)
     executed_at: Timestamp
     results: list[SearchResultItem]
     stats: SearchResultStats | None = None
@@ -152,7 +171,8 @@ class SearchReadCursor(BaseModel):
 # one:
 #   * task_id/query_id: ASCII letters, digits, '_', '.', '-' (a subset of \w);
 #   * url: starts with http:// or https:// and then an ASCII letter, digit or
-#     '[', or with file: (scheme in any case), which check_lake_url accepts;
+#     '[', or with file: (scheme in any case), and holds no control character,
+#     which check_lake_url accepts;
 #   * timestamps: RFC 3339 text with a zone (never what _require_iso_text
 #     refuses), left as text: the caller converts it (Arrow's cast for items,
 #     the lax datetime parse and to_utc for executed_at);
@@ -168,41 +188,42 @@ _FastIdentifier = Annotated[str, Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,
 _FastTimestamp = Annotated[str, Field(pattern=(
     r"^[1-9][0-9]{3}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
     r"(\.[0-9]{1,6})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"))]
-_FastLakeURL = Annotated[str, Field(pattern=r"^(?:[Hh][Tt][Tt][Pp][Ss]?://[A-Za-z0-9\[]|[Ff][Ii][Ll][Ee]:)")]
+_FastLakeURL = Annotated[str, Field(min_length=1, max_length=MAX_URL_CHARS, pattern=(
+    r"^(?:[Hh][Tt][Tt][Pp][Ss]?://[A-Za-z0-9\[]|[Ff][Ii][Ll][Ee]:)[^\x00-\x1f\x7f-\x9f]*$"))]
 
 
 class _FastItem(TypedDict, total=False):
-    source_id: Annotated[str | None, Field(min_length=1, max_length=256)]
-    rank: NonNegativeInt | None
+    source_id: Annotated[str | None, Field(min_length=1, max_length=MAX_SHORT_CHARS)]
+    rank: Count | None
     url: Required[_FastLakeURL]
-    title: Required[str]
-    snippet: str | None
-    content_text: str | None
-    language: str | None
+    title: Required[Title]
+    snippet: Snippet | None
+    content_text: Content | None
+    language: ShortText | None
     published_at: _FastTimestamp | None
     captured_at: Required[_FastTimestamp]
-    http_status: Annotated[int | None, Field(ge=100, le=599)]
+    http_status: HttpStatus | None
     score_relevance: Score | None
     score_freshness: Score | None
     score_authority: Score | None
     score_final: Required[Score]
     status: Required[ItemStatus]
-    error_code: str | None
+    error_code: ShortText | None
 
 
 class _FastStats(TypedDict, total=False):
-    total_returned: NonNegativeInt
-    kept_after_filter: NonNegativeInt
-    failed_count: NonNegativeInt
-    dedup_count: NonNegativeInt
+    total_returned: Count
+    kept_after_filter: Count
+    failed_count: Count
+    dedup_count: Count
 
 
 class _FastBundle(TypedDict, total=False):
     task_id: _FastIdentifier | None
     query_id: Required[_FastIdentifier]
-    query_text: Required[str]
-    query_intent: str | None
-    provider: Required[Annotated[str, Field(min_length=1)]]
+    query_text: Required[QueryText]
+    query_intent: ShortText | None
+    provider: Required[Annotated[ShortText, Field(min_length=1)]]
     executed_at: Required[_FastTimestamp]
     results: Required[list[_FastItem]]
     stats: NotRequired[_FastStats | None]

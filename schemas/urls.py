@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 WEB_SCHEMES = frozenset({"http", "https"})
 LAKE_SCHEMES = WEB_SCHEMES | {"file"}
@@ -29,6 +29,9 @@ TRACKING_PARAMETERS = frozenset(
 
 
 _HAS_HOST = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^/?#\s]")
+# C0 controls (NUL, tab, newline, ...), DEL and C1 controls: never part of a
+# URL, and a way to make one URL read differently by different parsers.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 class UnsafeURL(ValueError):
@@ -42,6 +45,9 @@ def url_scheme(url: str) -> str:
 
 def check_lake_url(url: str) -> str:
     """Return the URL unchanged when its scheme may enter the lake."""
+    control = _CONTROL.search(url)
+    if control:
+        raise UnsafeURL(f"URL holds a control character ({ord(control.group()):#04x}) at position {control.start()}")
     scheme = url_scheme(url)
     if scheme not in LAKE_SCHEMES:
         shown = scheme or "none"
@@ -49,6 +55,16 @@ def check_lake_url(url: str) -> str:
     if scheme in WEB_SCHEMES and not _HAS_HOST.match(url.strip()):
         raise UnsafeURL("URL has no host")
     return url
+
+
+def file_url_path(url: str) -> str | None:
+    """The local absolute path a file: URL names (percent-decoded, query and
+    fragment dropped); None when it names another host or no absolute path."""
+    parts = urlsplit(url.strip())
+    if parts.netloc not in ("", "localhost"):
+        return None
+    path = unquote(parts.path)
+    return path if path.startswith("/") else None
 
 
 def _is_tracking(name: str) -> bool:

@@ -103,9 +103,9 @@ class LakeDriver:
     def root(self) -> Path:
         return Path(self.settings.lake_root)
 
-    def ingest(self, *paths, task_id: str | None = None, replace: bool = False):
+    def ingest(self, *paths, task_id: str | None = None, replace: bool = False, libraries=()):
         with open_catalog(self.settings, "test-ingest") as catalog:
-            return land_files(catalog, paths, task_id=task_id, replace=replace)
+            return land_files(catalog, paths, task_id=task_id, replace=replace, libraries=libraries)
 
     def consolidate(self, task_id: str = "t1", rebuild: bool = False):
         with open_catalog(self.settings, "test-consolidate") as catalog:

@@ -3,6 +3,7 @@ and how user errors and tables are shown."""
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -38,8 +39,48 @@ TaskIdOpt = Annotated[Optional[str], typer.Option("--task-id", callback=task_id_
 
 
 def settings():
+    """The settings, once their home (and catalog folder) is known to be usable."""
     from tasks.common.settings import Settings
-    return Settings()
+    config = Settings()
+    for folder, what in ((config.home, "SEARCHLAKE_HOME"), (config.catalog_path.parent, "the catalog's folder")):
+        check_writable_folder(folder, what)
+    return config
+
+
+def check_writable_folder(folder: Path, what: str) -> None:
+    """UserError unless `folder` is (or can be made) a folder we can write in."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        if folder.exists() and not folder.is_dir():
+            reason = "it is a file, not a folder"
+        raise UserError(f"{what} {str(folder)!r} is not usable: {reason}") from None
+
+
+def check_output_file(path: Path) -> None:
+    """UserError unless `path` names a file that can be written, before any work."""
+    if path.is_dir():
+        raise UserError(f"--output {str(path)!r} is a folder; name a file")
+    if not path.parent.is_dir():
+        raise UserError(f"--output {str(path)!r}: folder {str(path.parent)!r} does not exist")
+
+
+def write_output(path: Path, text: str) -> None:
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"cannot write {str(path)!r}: {exc.strerror or type(exc).__name__}") from None
+
+
+def require_bundles(catalog, task_id: str) -> None:
+    """UserError when the lake holds no bundle of `task_id`: an empty answer
+    would hide a mistyped task id."""
+    if task_id not in {row[0] for row in catalog.rows("known_tasks")}:
+        raise UserError(f"task {task_id!r} has no bundles in the lake (see: searchlake sql "
+                        f"\"select distinct task_id from bundles\")")
 
 
 def render_table(result, title: str | None = None) -> None:
@@ -55,5 +96,9 @@ def print_top(task_id: str, limit: int) -> None:
     from tasks.lake.catalog import open_catalog
     from tasks.lake.query import top_sources
     with open_catalog(settings(), "top", read_only=True) as catalog:
+        require_bundles(catalog, task_id)
         result = top_sources(catalog, task_id, limit)
+    if not result.rows:
+        raise UserError(f"task {task_id!r} has no consolidated sources yet: "
+                        f"run searchlake consolidate --task-id {task_id}")
     render_table(result, title=f"top sources of {task_id}")

@@ -28,12 +28,14 @@ def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Bundle files or folders of them")],
     task_id: TaskIdOpt = None,
     replace: Annotated[bool, typer.Option(help="Replace a different bundle with the same task and query")] = False,
+    library: Annotated[list[Path] | None, typer.Option(
+        "--library", help="A library folder the bundles' file: URLs may point into (repeatable)")] = None,
 ) -> None:
     """Land bundle files written by other agents."""
     from tasks.lake.catalog import open_catalog
     from tasks.lake.landing import land_files
     with open_catalog(settings(), "ingest") as catalog:
-        report = land_files(catalog, paths, task_id=task_id, replace=replace)
+        report = land_files(catalog, paths, task_id=task_id, replace=replace, libraries=library or ())
     print_landing(report)
     if report.refused:
         raise typer.Exit(1)
@@ -128,7 +130,13 @@ def main() -> None:
     from tasks.lake.consolidation import UnknownTask
     from tasks.retrieval.plan_store import QuestionMismatch
     try:
-        app()
+        # Not standalone: click's usage errors come here as exceptions, to be
+        # said in one line rather than a boxed usage panel.
+        code = app(sys.argv[1:] or ["--help"], standalone_mode=False)
+    except typer.TyperException as exc:  # click's usage errors: unknown command or option, bad value
+        _fail(usage_line(exc))
+    except typer.Abort:
+        _fail("interrupted")
     except (UserError, CatalogBusy, UnknownTask, QuestionMismatch) as exc:
         # args[0], not str(exc): str() of a LookupError quotes nothing, so stripping
         # quotes from it ate the closing quote of "task 'x'".
@@ -138,10 +146,20 @@ def main() -> None:
         _fail(f"invalid setting {'.'.join(map(str, first['loc']))}: {first['msg']}")
     except CatalogError as exc:
         _fail(str(exc).splitlines()[0])
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def usage_line(exc) -> str:
+    """A click usage error as one line that says where help is."""
+    # typer words a refused choice "Value error, 'xml' is not one of ..."
+    message = " ".join(exc.format_message().replace("Value error, ", "").split())
+    ctx = getattr(exc, "ctx", None)
+    command = ctx.command_path if ctx is not None else "searchlake"
+    return f"{message} (see: {command} --help)"
 
 
 def _fail(message: str) -> None:
-    err.print(f"error: {message}", markup=False, highlight=False)
+    err.print(f"error: {' '.join(message.split())}", markup=False, highlight=False)
     sys.exit(2)
 
 

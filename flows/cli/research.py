@@ -11,7 +11,8 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from flows.cli.common import TaskIdOpt, UserError, app, err, out, print_top, settings
+from flows.cli.common import (TaskIdOpt, UserError, app, check_output_file, err, out, print_top, require_bundles,
+                              settings, write_output)
 
 
 @app.command()
@@ -38,6 +39,7 @@ def research(
         raise UserError(f"library folder {str(library)!r} does not exist or is not a folder")
     if target is not None and target < 1:
         raise UserError(f"--target must be at least 1, not {target}")
+    settings()  # a usable home, before a run starts
     names = parse_providers(providers)
     budget = resolve_budget(timeout, max_target_count, max_fallback_rounds)
     check_prerequisites(library, names, max_results)
@@ -157,9 +159,12 @@ def report(
     from tasks.common.llm import LLMConfig
     from tasks.reporting.report import load_report, publish_report
     from tasks.retrieval.plan_store import selected_source_ids, stored_plan
+    if output is not None:
+        check_output_file(output)
     config = settings()
     if rebuild:
         with open_catalog(config, "report: plan", read_only=True) as catalog:
+            require_bundles(catalog, task_id)
             plan, source_ids = stored_plan(catalog, task_id), selected_source_ids(catalog, task_id)
         publish_report(config, task_id, plan, llm=LLMConfig.from_settings(config), source_ids=source_ids)
     with open_catalog(config, "report", read_only=True) as catalog:
@@ -167,7 +172,7 @@ def report(
     if output is None:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
     else:
-        output.write_text(text, encoding="utf-8")
+        write_output(output, text)
         err.print(f"wrote {output}")
 
 

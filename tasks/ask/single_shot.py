@@ -38,7 +38,7 @@ from schemas.urls import UnsafeURL, WEB_SCHEMES, check_lake_url, source_id_for, 
 from tasks.ask.plan import AskBudgetExceeded, AskError, AskPlan, plan_ask
 from tasks.lake.catalog import Catalog, open_catalog
 from tasks.common.settings import Settings, secret_value
-from tasks.common.http import make_client, redact
+from tasks.common.http import endpoint_url, make_client, redact
 from tasks.lake.files import Lake, LakeWrite
 from tasks.lake.landing import land_bundles
 from tasks.ask.openrouter import Exchange, Usage, choice_message, exchange, parse_citations, parse_usage, request_body
@@ -172,7 +172,7 @@ def _observed(plan: AskPlan) -> dict:
 
 
 def _ask(plan: AskPlan, settings: Settings, client: httpx.Client | None, key: str) -> AskResult:
-    url = f"{settings.openrouter_base_url.rstrip('/')}/chat/completions"
+    url = endpoint_url(settings.openrouter_base_url, "chat/completions")
     body = request_body(plan)
     owned = client is None
     client = client or make_client(timeout=plan.timeout)

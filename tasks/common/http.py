@@ -41,7 +41,7 @@ from tasks.common.errors import RemoteError
 from tasks.common.redaction import redact, safe_url, scrub
 from tasks.common.settings import Settings
 
-__all__ = ["Attempt", "call", "deadline", "error_detail", "make_client", "redact", "request",
+__all__ = ["Attempt", "call", "deadline", "endpoint_url", "error_detail", "make_client", "redact", "request",
            "request_json", "retry_after_seconds", "safe_url", "scrub", "status_error", "user_agent"]
 
 log = logging.getLogger(__name__)
@@ -72,6 +72,13 @@ def make_client(settings: Settings | None = None, *, transport: httpx.BaseTransp
         follow_redirects=False,
         transport=transport or _deadline_transport(),
     )
+
+
+def endpoint_url(base: str, path: str) -> str:
+    """`path` below a configured base URL, keeping the base's credentials and
+    query (`https://u:p@host/v1?token=t` + `chat/completions`)."""
+    url = httpx.URL(base)
+    return str(url.copy_with(path=url.path.rstrip("/") + "/" + path.lstrip("/")))
 
 
 # -- one deadline for a whole exchange -----------------------------------------
@@ -332,13 +339,15 @@ def call(
         target = target.copy_merge_params(params)
     where = f"{method.upper()} {safe_url(target)}"
     limit = timeout if timeout is not None else client.timeout.read
+    # None would mean "no timeout at all" to httpx, not "the client's".
+    per_call = httpx.USE_CLIENT_DEFAULT if timeout is None else timeout
 
     def once() -> T:
         started = time.monotonic()
         attempt = Attempt()
         try:
             response = client.send(client.build_request(method, target, headers=headers, json=json,
-                                                        timeout=timeout), stream=stream)
+                                                        timeout=per_call), stream=stream)
         except httpx.TimeoutException:
             failure = _timeout(limit, started)
         except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:

@@ -28,8 +28,8 @@ from schemas import rows
 from schemas.bundle import SearchResultBundle
 from tasks.lake.catalog import Catalog
 from tasks.lake.files import Lake, LakeWrite
-from tasks.lake.validation import (ReadyBundle, Refusal, Submission, expand_paths, item_columns, prepared,
-                              read_submissions, workers_for)
+from tasks.lake.validation import (FileRoots, ReadyBundle, Refusal, Submission, expand_paths, item_columns,
+                                   library_roots, prepared, read_submissions, same_document, workers_for)
 
 BATCH_ITEMS = 250_000
 # Row groups are DuckDB's unit of parallel reading: several per results file
@@ -68,16 +68,22 @@ class LandingReport:
 # -- landing ----------------------------------------------------------------
 
 def land_files(catalog: Catalog, paths: Iterable[str | Path], *, task_id: str | None = None,
-               replace: bool = False, batch_items: int = BATCH_ITEMS) -> LandingReport:
+               replace: bool = False, batch_items: int = BATCH_ITEMS,
+               libraries: Iterable[str | Path] = ()) -> LandingReport:
+    """Land bundle files written by others. Their file: URLs must lie inside
+    a library folder: SEARCHLAKE_LIBRARY or one of `libraries`."""
     files, missing = expand_paths(paths)
     report = LandingReport(refused=list(missing))
-    report.merge(land_submissions(catalog, read_submissions(files), task_id=task_id,
-                                  replace=replace, batch_items=batch_items, workers=workers_for(files)))
+    roots = library_roots([catalog.settings.library, *libraries])
+    report.merge(land_submissions(catalog, read_submissions(files), task_id=task_id, replace=replace,
+                                  batch_items=batch_items, workers=workers_for(files), file_roots=roots))
     return report
 
 
 def land_bundles(catalog: Catalog, bundles: Iterable[SearchResultBundle], *, source: str,
                  replace: bool = False) -> LandingReport:
+    """Land the bundles this process searched for (their file: URLs are the
+    library's own documents)."""
     subs = (Submission(f"{source}:{b.query_id}", b.model_dump_json(exclude_none=True).encode())
             for b in bundles)
     return land_submissions(catalog, subs, task_id=None, replace=replace)
@@ -85,7 +91,7 @@ def land_bundles(catalog: Catalog, bundles: Iterable[SearchResultBundle], *, sou
 
 def land_submissions(catalog: Catalog, submissions: Iterable[Submission | Refusal], *,
                      task_id: str | None, replace: bool, batch_items: int = BATCH_ITEMS,
-                     workers: int = 1) -> LandingReport:
+                     workers: int = 1, file_roots: FileRoots = None) -> LandingReport:
     report = LandingReport()
     batch: list[ReadyBundle] = []
     refused: list[Refusal] = []
@@ -95,7 +101,7 @@ def land_submissions(catalog: Catalog, submissions: Iterable[Submission | Refusa
     lander = ThreadPoolExecutor(1) if workers > 1 else None
     landing: Future | None = None
     try:
-        for outcome in prepared(submissions, task_id, workers):
+        for outcome in prepared(submissions, task_id, workers, file_roots):
             if isinstance(outcome, Refusal):
                 refused.append(outcome)
                 continue
@@ -132,27 +138,38 @@ class _Plan:
 
 def _plan(catalog: Catalog, batch: list[ReadyBundle], replace: bool) -> _Plan:
     plan = _Plan()
-    seen: dict[tuple[str, str], str] = {}
+    seen: dict[tuple[str, str], ReadyBundle] = {}
     landed = _landed_bundles(catalog, {(cand.task_id, cand.query_id) for cand in batch})
     for cand in batch:
         key = (cand.task_id, cand.query_id)
         if key in seen:
-            if seen[key] == cand.content_hash:
+            if _same_bundle(cand, seen[key].content_hash, lambda: seen[key].raw):
                 plan.unchanged.append(cand)
             else:
                 plan.refused.append(_conflict(cand, "another file in this batch has the same task_id and query_id"))
             continue
-        seen[key] = cand.content_hash
+        seen[key] = cand
         existing = landed.get(key)
         if not existing:
             plan.new.append(cand)
-        elif existing[0][1] == cand.content_hash:
+        elif _same_bundle(cand, existing[0][1], lambda: catalog.lake.read_bytes(existing[0][3])):
             plan.unchanged.append(cand)
         elif replace:
             plan.replacing.append((cand, existing[0]))
         else:
             plan.refused.append(_conflict(cand, "a different bundle already landed under this task_id and query_id (use --replace)"))
     return plan
+
+
+def _same_bundle(cand: ReadyBundle, other_hash: str, other_raw) -> bool:
+    """The same bytes, or the same JSON written with other whitespace, key
+    order or number spelling (compared only when the bytes differ)."""
+    if cand.content_hash == other_hash:
+        return True
+    try:
+        return same_document(cand.raw, other_raw())
+    except OSError:  # the landed raw file is gone: nothing to compare with
+        return False
 
 
 def _landed_bundles(catalog: Catalog, keys: set[tuple[str, str]]) -> dict[tuple[str, str], list[tuple]]:

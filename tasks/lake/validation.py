@@ -8,17 +8,23 @@ Speed without a change of verdict: a bundle is first checked by a stricter
 twin of the contract that runs inside pydantic-core (schemas.bundle
 FAST_BUNDLE) and converted to Arrow columns as a whole; anything the twin
 does not accept goes through SearchResultBundle as before. Large sets of files
-are checked in forked worker processes.
+are checked in forked worker processes, which die with their parent.
+
+Whatever a file holds, the outcome is a ReadyBundle or a Refusal: duplicate
+keys and nesting too deep to parse are refused before validation, anything a
+validation raises becomes a refusal, and a file that kills its worker is
+refused once it has killed a worker of its own.
 """
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import gc
 import hashlib
-import json
 import multiprocessing
 import os
+import signal
 import warnings
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -28,13 +34,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+import jiter
 import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import TypeAdapter, ValidationError
 
 from schemas import rows
 from schemas.bundle import FAST_BUNDLE, SearchResultBundle, to_utc
-from schemas.urls import UnsafeURL, source_id_for
+from schemas.urls import UnsafeURL, file_url_path, source_id_for
 
 # Validating and converting bundles is CPU work: for a big enough set of
 # files it runs in this many worker processes (forked, so they start at once).
@@ -159,11 +166,107 @@ def validate(sub: Submission, default_task_id: str | None) -> ReadyBundle | Refu
     return ReadyBundle(sub.source, sub.raw, bundle, hashlib.sha256(sub.raw).hexdigest())
 
 
-def prepare(sub: Submission, default_task_id: str | None) -> ReadyBundle | Refusal:
+FileRoots = tuple[str, ...] | None  # library folders file: URLs must lie in; None: not checked
+
+
+def prepare(sub: Submission, default_task_id: str | None, file_roots: FileRoots = None) -> ReadyBundle | Refusal:
     """validate(), by the fast path when the bundle allows it (same verdict,
-    same values): its items then come back as Arrow columns."""
-    fast = _fast_candidate(sub, default_task_id)
-    return fast if fast is not None else validate(sub, default_task_id)
+    same values): its items then come back as Arrow columns. With
+    `file_roots`, a file: URL outside those folders refuses the bundle.
+    Never raises: whatever goes wrong with a file is its refusal."""
+    try:
+        refused = _unparsable_shape(sub)
+        if refused is not None:
+            return refused
+        fast = _fast_candidate(sub, default_task_id)
+        outcome = fast if fast is not None else _with_item_columns(validate(sub, default_task_id))
+        if file_roots is not None and isinstance(outcome, ReadyBundle):
+            return _file_url_outside(outcome, file_roots) or outcome
+        return outcome
+    except Exception as exc:  # noqa: BLE001 - a file of any shape is refused, never fatal
+        return _failure_refusal(sub, exc)
+
+
+def _with_item_columns(outcome: ReadyBundle | Refusal) -> ReadyBundle | Refusal:
+    """A valid bundle whose items Arrow cannot store (text that is not
+    Unicode, such as a lone surrogate) is refused here, not at landing."""
+    if isinstance(outcome, Refusal) or outcome.items is not None:
+        return outcome
+    try:
+        outcome.items = item_columns(outcome.bundle)  # type: ignore[arg-type]
+    except (pa.ArrowException, UnicodeError, ValueError, TypeError) as exc:
+        message = f"cannot be stored: {type(exc).__name__}: {exc}"[:500]
+        return Refusal(outcome.source, "invalid_value", message, field="results", task_id=outcome.task_id,
+                       query_id=outcome.query_id, raw=outcome.raw,
+                       errors=({"field": "results", "type": "invalid_value", "message": message},))
+    return outcome
+
+
+def same_document(raw: bytes, other: bytes) -> bool:
+    """Two JSON texts of one document: equal once parsed (key order,
+    whitespace and escapes do not matter)."""
+    try:
+        return jiter.from_json(raw) == jiter.from_json(other)
+    except ValueError:
+        return False
+
+
+def _unparsable_shape(sub: Submission) -> Refusal | None:
+    """Duplicate keys (a raw file whose readers disagree on its values) and
+    nesting deeper than the JSON parsers go, refused before validation."""
+    try:
+        jiter.from_json(sub.raw, catch_duplicate_keys=True, cache_mode="keys")
+    except ValueError as exc:
+        message = str(exc)
+        if message.startswith("Detected duplicate key"):
+            key = message.split('"')[1] if message.count('"') >= 2 else None
+            return _shape_refusal(sub, "duplicate_key", f"{message}; a key may appear once per object", key)
+        if "recursion limit" in message:
+            return _shape_refusal(sub, "too_deep", f"JSON nested too deep ({message})", None)
+    return None  # valid JSON, or invalid in a way validation reports
+
+
+def _shape_refusal(sub: Submission, reason: str, message: str, field: str | None) -> Refusal:
+    task_id, query_id = _ids_if_readable(sub.raw)
+    return Refusal(sub.source, reason, message, field=field, task_id=task_id, query_id=query_id, raw=sub.raw,
+                   errors=({"field": field or "", "type": reason, "message": message},))
+
+
+def _failure_refusal(sub: Submission, exc: BaseException) -> Refusal:
+    message = f"validation failed: {type(exc).__name__}: {exc}"[:500]
+    return Refusal(sub.source, "validation_error", message, raw=sub.raw,
+                   errors=({"field": "", "type": "validation_error", "message": message},))
+
+
+def _file_url_outside(ready: ReadyBundle, roots: tuple[str, ...]) -> Refusal | None:
+    """An ingested bundle may point at local files only inside a library folder."""
+    urls = ready.items.column("url")  # type: ignore[union-attr]  # prepare() gives every bundle its columns
+    file_urls = pc.match_substring_regex(urls, r"^\s*[Ff][Ii][Ll][Ee]:")
+    for index in pc.indices_nonzero(pc.fill_null(file_urls, False)).to_pylist():
+        url = urls[index].as_py()
+        if not _inside_any(file_url_path(url), roots):
+            where = "the library folder " + ", ".join(roots) if roots else "a configured library (SEARCHLAKE_LIBRARY)"
+            message = f"file: URL outside {where}"
+            field = f"results[{index}].url"
+            return Refusal(ready.source, "unsafe_url", message, field=field, item_index=index,
+                           task_id=ready.task_id, query_id=ready.query_id, raw=ready.raw,
+                           errors=({"field": field, "type": "unsafe_url", "message": message},))
+    return None
+
+
+def _inside_any(path: str | None, roots: tuple[str, ...]) -> bool:
+    if path is None:
+        return False
+    resolved = os.path.realpath(path)
+    try:
+        return any(os.path.commonpath([resolved, root]) == root for root in roots)
+    except ValueError:  # e.g. "//x" beside "/x": not inside
+        return False
+
+
+def library_roots(folders: Iterable[str | Path | None]) -> tuple[str, ...]:
+    """The resolved library folders that ingested file: URLs may point into."""
+    return tuple(os.path.realpath(Path(folder).expanduser()) for folder in folders if folder)
 
 
 _ITEMS = pa.schema([rows.RESULTS.field(name) for name in rows.ITEM_FIELDS])
@@ -268,6 +371,8 @@ def _reason(error: dict) -> str:
         return "truncated" if "EOF" in error["msg"] else "not_json"
     if kind == "missing":
         return "missing_field"
+    if kind in ("string_too_long", "too_long"):
+        return "too_long"
     if isinstance(error.get("ctx", {}).get("error"), UnsafeURL):
         return "unsafe_url"
     return "invalid_value"
@@ -288,8 +393,8 @@ def _refusal_from_errors(sub: Submission, exc: ValidationError) -> Refusal:
 
 def _ids_if_readable(raw: bytes) -> tuple[str | None, str | None]:
     try:
-        doc = json.loads(raw)
-    except ValueError:
+        doc = jiter.from_json(raw)
+    except ValueError:  # jiter has a nesting limit: never a RecursionError
         return None, None
     if not isinstance(doc, dict):
         return None, None
@@ -314,78 +419,120 @@ def workers_for(files: list[Path]) -> int:
     return 1
 
 
-def prepared(submissions: Iterable[Submission | Refusal], task_id: str | None,
-             workers: int) -> Iterator[ReadyBundle | Refusal]:
-    """prepare() of each submission, in order; in worker processes when asked
-    (in this process again if a worker dies)."""
+def prepared(submissions: Iterable[Submission | Refusal], task_id: str | None, workers: int,
+             file_roots: FileRoots = None) -> Iterator[ReadyBundle | Refusal]:
+    """prepare() of each submission, in order; in worker processes when asked."""
     if workers < 2:
-        return (sub if isinstance(sub, Refusal) else prepare(sub, task_id) for sub in submissions)
-    return _prepared_in_pool(submissions, task_id, workers)
+        return (sub if isinstance(sub, Refusal) else prepare(sub, task_id, file_roots) for sub in submissions)
+    return _prepared_in_pool(submissions, task_id, workers, file_roots)
+
+
+class _Workers:
+    """A process pool that is replaced when a worker dies. A submission that
+    was in flight when its pool broke runs again alone in the next pool; one
+    that breaks that pool too is refused."""
+
+    def __init__(self, workers: int, task_id: str | None, file_roots: FileRoots):
+        self.workers, self.task_id, self.file_roots = workers, task_id, file_roots
+        self.generation = 0
+        self.pool = self._new_pool()
+
+    def _new_pool(self) -> ProcessPoolExecutor:
+        # fork: the workers start at once and only run this module's pure Python
+        # and Arrow code; they never touch the catalog connection they inherit.
+        return ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork"),
+                                   initializer=_worker_started, initargs=(os.getpid(),))
+
+    def submit(self, sub: Submission) -> tuple[Future, int]:
+        with warnings.catch_warnings():  # Python >= 3.12 warns of fork() beside DuckDB's threads
+            warnings.filterwarnings("ignore", r".*multi-threaded.*fork\(\)", DeprecationWarning)
+            return self.pool.submit(_prepare_detached, sub.source, sub.raw, self.task_id,
+                                    self.file_roots), self.generation
+
+    def outcome(self, sub: Submission, future: Future, generation: int) -> ReadyBundle | Refusal:
+        try:
+            return _attached(sub, future)
+        except BrokenProcessPool:
+            self._replace(generation)
+        except Exception as exc:  # noqa: BLE001 - whatever came back, the file is refused
+            return _failure_refusal(sub, exc)
+        future, generation = self.submit(sub)
+        try:
+            return _attached(sub, future)
+        except BrokenProcessPool:
+            self._replace(generation)
+            message = "a validation worker died on this file (twice)"
+            return Refusal(sub.source, "validation_crashed", message, raw=sub.raw,
+                           errors=({"field": "", "type": "validation_crashed", "message": message},))
+        except Exception as exc:  # noqa: BLE001
+            return _failure_refusal(sub, exc)
+
+    def _replace(self, broken_generation: int) -> None:
+        if broken_generation == self.generation:
+            self.pool.shutdown(wait=False, cancel_futures=True)
+            self.pool = self._new_pool()
+            self.generation += 1
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _prepared_in_pool(submissions: Iterable[Submission | Refusal], task_id: str | None,
-                      workers: int) -> Iterator[ReadyBundle | Refusal]:
-    # fork: the workers start at once and only run this module's pure Python
-    # and Arrow code; they never touch the catalog connection they inherit.
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"), initializer=_worker_started)
-    pending: deque[tuple[Submission | Refusal, Future | None]] = deque()
+                      workers: int, file_roots: FileRoots) -> Iterator[ReadyBundle | Refusal]:
+    pool = _Workers(workers, task_id, file_roots)
+    pending: deque[tuple[Submission | Refusal, Future | None, int]] = deque()
     in_flight = 0
-    broken = False
 
-    def submit(sub: Submission) -> Future | None:
-        if broken:
-            return None
-        with warnings.catch_warnings():  # Python >= 3.12 warns of fork() beside DuckDB's threads
-            warnings.filterwarnings("ignore", r".*multi-threaded.*fork\(\)", DeprecationWarning)
-            return pool.submit(_prepare_detached, sub.source, sub.raw, task_id)
-
-    def outcome(sub: Submission | Refusal, future: Future | None) -> ReadyBundle | Refusal:
-        nonlocal broken
-        if isinstance(sub, Refusal):
-            return sub
-        if future is not None and not broken:
-            try:
-                return _attached(sub, future)
-            except BrokenProcessPool:
-                broken = True
-        return prepare(sub, task_id)
+    def outcome(sub: Submission | Refusal, future: Future | None, generation: int) -> ReadyBundle | Refusal:
+        return sub if isinstance(sub, Refusal) else pool.outcome(sub, future, generation)  # type: ignore[arg-type]
 
     try:
         for sub in submissions:
-            future = None if isinstance(sub, Refusal) else submit(sub)
-            pending.append((sub, future))
+            future, generation = (None, 0) if isinstance(sub, Refusal) else pool.submit(sub)
+            pending.append((sub, future, generation))
             in_flight += len(sub.raw) if future is not None else 0  # type: ignore[union-attr]
             while pending and (in_flight > POOL_WINDOW_BYTES or pending[0][1] is None or pending[0][1].done()):
-                done, future = pending.popleft()
+                done, future, generation = pending.popleft()
                 if future is not None:
                     in_flight -= len(done.raw)  # type: ignore[union-attr]
-                yield outcome(done, future)
+                yield outcome(done, future, generation)
         while pending:
             yield outcome(*pending.popleft())
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        pool.close()
 
 
-def _worker_started() -> None:
+_PR_SET_PDEATHSIG = 1
+
+
+def _worker_started(parent: int) -> None:
+    _die_with_parent(parent)
     # The objects inherited from the parent are not this worker's garbage:
     # keep the collector off them (and their copy-on-write pages).
     gc.freeze()
 
 
-def _prepare_detached(source: str, raw: bytes, task_id: str | None) -> tuple[ReadyBundle | Refusal, bool]:
+def _die_with_parent(parent: int) -> None:
+    """Linux kills this worker when the process that forked it dies, even by
+    SIGKILL (which runs no clean-up in the parent)."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux: the pool's own shutdown is all there is
+        pass
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+def _prepare_detached(source: str, raw: bytes, task_id: str | None,
+                      file_roots: FileRoots) -> tuple[ReadyBundle | Refusal, bool]:
     """prepare() in a worker: the outcome travels back without the raw bytes
     (the caller has them), and a candidate with its items as Arrow columns."""
-    outcome = prepare(Submission(source, raw), task_id)
+    outcome = prepare(Submission(source, raw), task_id, file_roots)
     if isinstance(outcome, Refusal):
         if outcome.raw is raw:
             return dataclasses.replace(outcome, raw=None), True
         return outcome, False
-    if outcome.items is None:
-        try:
-            outcome.items = item_columns(outcome.bundle)  # type: ignore[arg-type]
-            outcome.bundle = None
-        except Exception:  # noqa: BLE001 - results_table() raises it where it always did
-            pass
+    outcome.bundle = None  # prepare() gave its items as Arrow columns
     outcome.raw = b""
     return outcome, True
 

@@ -5,14 +5,14 @@ sources)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import cached_property
+from urllib.parse import urlsplit
 
 from schemas.report import Citation, ContradictionOrGap, SourceRef, SynthesisResult
 from schemas.urls import domain_of, url_scheme
 from tasks.synthesis.labels import labels
-from urllib.parse import urlsplit
-
 from tasks.synthesis.passages import clip, locate
 
 
@@ -69,11 +69,16 @@ class Source:
                         domain=self.domain, source_number=self.number)
 
 
+# A Sphinx site ships each page's source beside it: _sources/a/b.rst.txt is a/b.html.
+_SPHINX_SOURCE = re.compile(r"/_sources/(.+?)(?:\.rst)?\.txt$")
+
+
 def document_key(url: str) -> str:
     parts = urlsplit(url)
+    path = _SPHINX_SOURCE.sub(r"/\1.html", parts.path.rstrip("/"))
     if parts.scheme in ("http", "https"):
-        return f"{parts.scheme}://{parts.netloc.casefold().removeprefix('www.')}{parts.path.rstrip('/')}"
-    return url.split("#", 1)[0]
+        return f"{parts.scheme}://{parts.netloc.casefold().removeprefix('www.')}{path}"
+    return f"{parts.scheme}://{parts.netloc}{path}"
 
 
 def source_label(url: str) -> str:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from schemas.report import ContradictionOrGap, Insight, KeyDataPoint, SynthesisResult
+from tasks.common.text import terms
 from tasks.synthesis.base import Source, finish, no_sources_result, plan_dimensions
 from tasks.synthesis.focus import Aspect, Focus, aspects, question_pairs, words
 from tasks.synthesis.labels import detect_language, labels
@@ -38,9 +39,10 @@ from tasks.synthesis.passages import (
     jaccard,
     near_duplicate,
     sentence_spans,
-    tokens,
     weight_len,
 )
+
+ASPECT_COVERAGE = 0.5  # share of an aspect's term weight a sentence must hold to speak to it
 
 # -- candidate sentences -------------------------------------------------------------
 
@@ -52,11 +54,13 @@ _FRAGMENT_START = re.compile(r"^[a-z]+\b(?![.(_])")
 
 
 def is_prose(sentence: str, min_len: int = 25, min_letters: float = 0.7) -> bool:
-    """A sentence a reader can quote: it ends like a sentence, is mostly
-    words (not a grammar rule, code or a table row) and does not begin in
-    the middle of another sentence."""
+    """A sentence a reader can quote as evidence: it states (a question, as
+    in a FAQ, answers nothing), is mostly words (not a grammar rule, code or
+    a table row) and does not begin in the middle of another sentence."""
     flat = " ".join(sentence.split())
     if weight_len(flat) < min_len or not _ENDS_SENTENCE.search(flat) or any(m in flat for m in _CODE_MARKS):
+        return False
+    if flat.rstrip("\"'\u201d\u2019)]").endswith(("?", "\uff1f")):
         return False
     if sum(ch.isalpha() or ch.isspace() for ch in flat) < min_letters * len(flat):
         return False
@@ -114,9 +118,9 @@ def _sentences(sources: list[Source], opts: ExtractiveOptions) -> list[_Sentence
             if not is_prose(sentence) or fold(sentence) == title:
                 continue
             quoted = start + len(clip(sentence, opts.quote_chars))
-            terms = tokens(sentence)
-            if len(terms) >= 3:
-                out.append(_Sentence(source, start, quoted, end, terms))
+            held = terms(sentence)
+            if len(held) >= 3:
+                out.append(_Sentence(source, start, quoted, end, held))
     return out
 
 
@@ -139,22 +143,46 @@ def _relevance(sentences: list[_Sentence], question: str, aspect_list: list[Aspe
     """Relevance of each sentence to the question, 0 for one that covers
     neither enough of the question nor all of a sufficient aspect of it:
     coverage + BM25 (scaled to the best) + the question's word pairs it
-    repeats + the source's consolidated score."""
+    repeats + a sentence that defines its subject + the source's
+    consolidated score."""
     bm25 = BM25([s.terms for s in sentences]).scores(focus.terms)
     best = max(bm25, default=0.0) or 1.0
     pairs = question_pairs(question)
     whole = [list(a.terms) for a in aspect_list if a.sufficient]
+    asked = [a for a in aspect_list if a.from_question]
     out = []
+    # A question of three or more terms needs two of them in a sentence: one
+    # rare word ("looked") is not the question.
+    floor = 2 if len(focus.terms) >= 3 else 1
     for s, b in zip(sentences, bm25):
-        coverage = focus.coverage(s.termset)
+        coverage = focus.coverage(s.termset, text=s.phrase_text) if focus.matched_terms(s.termset) >= floor else 0.0
         if coverage < opts.min_coverage and any(set(terms) <= s.termset for terms in whole):
             coverage = opts.min_coverage
-        if coverage < opts.min_coverage:
+        # A sentence must speak to one of the question's phrases, not only share words with it.
+        if coverage < opts.min_coverage or (asked and _aspect_of(s.termset, asked, focus) is None):
             out.append(0.0)
             continue
         hits = sum(1 for p in pairs if f" {p} " in s.phrase_text)
-        out.append(coverage + 0.3 * b / best + 0.15 * min(2, hits) + 0.1 * s.source.score)
+        subject = 0.2 if _defines_subject(s, aspect_list, focus) else 0.0
+        out.append(coverage + 0.3 * b / best + 0.15 * min(2, hits) + subject + 0.1 * s.source.score)
     return out
+
+
+_COPULAS = ("is", "are")
+
+
+def _defines_subject(s: _Sentence, aspect_list: list[Aspect], focus: Focus, head_words: int = 8) -> bool:
+    """A sentence of the form "<the question's subject> is ...": "A
+    decorator is just a function that ...", "The with statement is used to
+    ..." — what defines the subject."""
+    head = s.phrase_text.split()[:head_words]
+    verb = next((i for i, w in enumerate(head) if w in _COPULAS), None)
+    if not verb:
+        return False
+    subject = " ".join(head[:verb])
+    held = set(terms(subject))
+    return (any(set(a.terms) <= held for a in aspect_list if a.from_question)
+            or any(f" {p} " in f" {subject} " for p in focus.pairs))
 
 
 def _findings(sentences: list[_Sentence], relevance: list[float], pool: int) -> list[_Finding]:
@@ -172,12 +200,12 @@ def _findings(sentences: list[_Sentence], relevance: list[float], pool: int) -> 
     return found
 
 
-def _aspect_of(finding: _Finding, aspect_list: list[Aspect], focus: Focus) -> Aspect | None:
-    """The aspect a finding speaks to most (the first on a tie); None when
-    it covers no aspect's terms."""
-    scored = [(focus.coverage(finding.lead.termset, list(a.terms)), -n, a) for n, a in enumerate(aspect_list)]
+def _aspect_of(termset: frozenset[str], aspect_list: list[Aspect], focus: Focus) -> Aspect | None:
+    """The aspect a sentence speaks to most (the first on a tie); None when
+    it holds less than 40% of every aspect's term weight."""
+    scored = [(focus.coverage(termset, list(a.terms)), -n, a) for n, a in enumerate(aspect_list)]
     best = max(scored, key=lambda x: x[:2], default=None)
-    return best[2] if best and best[0] >= 0.5 else None
+    return best[2] if best and best[0] >= ASPECT_COVERAGE else None
 
 
 def _pick(found: list[_Finding], aspect_list: list[Aspect], focus: Focus, opts: ExtractiveOptions) -> list[_Finding]:
@@ -195,7 +223,7 @@ def _pick(found: list[_Finding], aspect_list: list[Aspect], focus: Focus, opts: 
         return f not in chosen and per_doc.get(f.lead.source.document, 0) < opts.per_document
 
     for aspect in aspect_list:
-        best = next((f for f in found if open_(f) and _aspect_of(f, aspect_list, focus) == aspect), None)
+        best = next((f for f in found if open_(f) and _aspect_of(f.lead.termset, aspect_list, focus) == aspect), None)
         if best is not None and len(chosen) < opts.max_insights:
             take(best)
     top = max((f.relevance for f in found), default=1.0) or 1.0
@@ -217,7 +245,8 @@ def _shown_quote(s: _Sentence) -> str:
 def _insight(finding: _Finding, aspect: Aspect | None, lab: dict[str, str]) -> Insight:
     domain, quote = finding.lead.source.domain, _shown_quote(finding.lead)
     others = len(finding.documents()) - 1
-    text = (lab["says_many"].format(domain=domain, others=others, count=others + 1, quote=quote) if others
+    text = (lab["says_many"].format(domain=domain, others=others, count=others + 1, quote=quote,
+                                    sources="source" if others == 1 else "sources") if others
             else lab["says_one"].format(domain=domain, quote=quote))
     return Insight(text=text, dimension=aspect.label if aspect else None,
                    citations=[s.source.cite(s.start, s.end) for s in [finding.lead, *finding.members]])
@@ -234,7 +263,7 @@ class _Point:
 
     @cached_property
     def measure_terms(self) -> frozenset[str]:
-        return frozenset(t for t in tokens(self.figure.measure) if not t.isdigit())
+        return frozenset(t for t in terms(self.figure.measure) if not t.isdigit())
 
     def same_measure(self, other: "_Point") -> bool:
         return (self.figure.base_unit == other.figure.base_unit
@@ -322,7 +351,7 @@ def _gaps(aspect_list: list[Aspect], sentences: list[_Sentence], focus: Focus, a
     sentence covers it, and each aspect no sentence of any source speaks to."""
     gaps = [] if answered else [ContradictionOrGap(kind="gap", description=lab["no_answer"])]
     for aspect in aspect_list:
-        if not any(focus.coverage(s.termset, list(aspect.terms)) >= 0.5 for s in sentences):
+        if not any(focus.coverage(s.termset, list(aspect.terms)) >= ASPECT_COVERAGE for s in sentences):
             gaps.append(ContradictionOrGap(kind="gap", description=lab["gap_dimension"].format(dimension=aspect.label),
                                            dimension=aspect.label))
     return gaps
@@ -337,11 +366,12 @@ def extractive_synthesis(sources: list[Source], question: str, plan: dict | None
         return no_sources_result(question, language, dims, "extractive")
     sentences = _sentences(sources, opts)
     aspect_list = aspects(question, plan, dims)
-    focus = Focus.of(question, (s.termset for s in sentences), extra=[t for a in aspect_list for t in a.terms])
+    focus = Focus.of(question, [(s.termset, s.phrase_text) for s in sentences],
+                     extra=[t for a in aspect_list for t in a.terms])
     relevance = _relevance(sentences, question, aspect_list, focus, opts)
     found = _findings(sentences, relevance, opts.pool)
     picked = _pick(found, aspect_list, focus, opts)
-    insights = [_insight(f, _aspect_of(f, aspect_list, focus), lab) for f in picked]
+    insights = [_insight(f, _aspect_of(f.lead.termset, aspect_list, focus), lab) for f in picked]
     points = _points(sentences, relevance)
     issues = _contradictions(points, lab, opts.max_contradictions)
     issues += _gaps(aspect_list, sentences, focus, bool(insights), lab)

@@ -10,7 +10,7 @@ LABELS: dict[str, dict[str, str]] = {
         "no_sources": "No sources were found for this task, so there is no evidence to synthesize.",
         "gap_dimension": "No evidence was found for “{dimension}”.",
         "says_one": "{domain} reports: “{quote}”",
-        "says_many": "{domain} and {others} other source(s) report: “{quote}”",
+        "says_many": "{domain} and {others} other {sources} report: “{quote}”",
         "contradiction": "Sources may disagree on “{measure}”: {values}.",
         "no_answer": "The sources found do not answer this question: no passage in them covers its key terms, so nothing is quoted.",
         "title": "Research report",

@@ -1,7 +1,7 @@
-"""Plain-text tools of the extractive synthesizer: sentence splitting (Latin
-and CJK punctuation), tokens (words; CJK as character bigrams, so Chinese
-needs no segmenter), BM25 ranking, near-duplicate detection, quote checking,
-and figures-with-units extraction. No model, no I/O."""
+"""Plain-text tools of the extractive synthesizer: sentence spans (Latin
+and CJK punctuation, offsets into the text), BM25 ranking, near-duplicate
+detection, locating quotes, and figures-with-units extraction. Words and
+terms come from the one text module, tasks/common/text.py. No model, no I/O."""
 
 from __future__ import annotations
 
@@ -12,22 +12,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from tasks.common.text import CJK_RUN
-from tasks.common.text import STOPWORDS as QUESTION_WORDS
 
 _HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff]")
-_WORD = re.compile(r"[^\W_]+")
-
-STOPWORDS = frozenset("""
-a an and are as at be been being but by can could did do does doing for from had has have how i if in
-into is it its of on or our so such than that the their them then there these they this those to was
-we were what when where which while who whom why will with would you your about also any each more most
-other some very just not no nor only own same too up out over under again further once here all both
-few many much may might must shall should via per vs e g ie eg etc
-""".split())
-# Chinese: characters that make a bigram uninformative (particles), and the
-# bigrams questions are made of ("what", "how", ...), which no answer repeats.
-_ZH_PARTICLES = frozenset("的了吗呢吧啊呀么着过")
-_ZH_QUESTION_BIGRAMS = frozenset({"什么", "如何", "怎么", "怎样", "哪些", "为什", "是否", "多少", "哪个", "请问"})
 _ABBREVIATIONS = ("e.g.", "i.e.", "etc.", "vs.", "mr.", "mrs.", "dr.", "prof.", "fig.", "no.", "approx.", "inc.", "u.s.")
 
 
@@ -46,39 +32,6 @@ def fold(text: str) -> str:
 
 _PLAIN_PUNCT = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"',
                               "\u2013": "-", "\u2014": "-", "\u00a0": " "})
-
-
-def _stem(word: str) -> str:
-    # Plural "s" only: enough for "sources"/"source" to meet; anything
-    # cleverer would need a language-specific stemmer.
-    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-        return word[:-1]
-    return word
-
-
-def _latin_tokens(text: str) -> list[str]:
-    words = (w for w in _WORD.findall(text) if w not in STOPWORDS and w not in QUESTION_WORDS)
-    return [_stem(w) for w in words if len(w) > 1 or w.isdigit()]
-
-
-def _cjk_tokens(run: str) -> list[str]:
-    if len(run) == 1:
-        return [] if run in _ZH_PARTICLES else [run]
-    grams = (run[i:i + 2] for i in range(len(run) - 1))
-    return [g for g in grams if g not in _ZH_QUESTION_BIGRAMS and not (set(g) & _ZH_PARTICLES)]
-
-
-def tokens(text: str) -> list[str]:
-    """Index terms: stemmed non-stopword words, and CJK character bigrams."""
-    text = unicodedata.normalize("NFKC", text or "").casefold()
-    out: list[str] = []
-    pos = 0
-    for run in CJK_RUN.finditer(text):
-        out += _latin_tokens(text[pos:run.start()])
-        out += _cjk_tokens(run.group())
-        pos = run.end()
-    out += _latin_tokens(text[pos:])
-    return out
 
 
 # -- sentences -----------------------------------------------------------------
@@ -146,11 +99,6 @@ def _block_spans(text: str) -> list[tuple[int, int]]:
     return blocks
 
 
-def sentences(text: str) -> list[str]:
-    """Sentences of a text, each with its inner whitespace collapsed."""
-    return [" ".join(text[s:e].split()) for s, e in sentence_spans(text)]
-
-
 def weight_len(text: str) -> int:
     """Length where a CJK character counts twice: a CJK character carries
     about as much as two Latin letters, so one threshold serves both."""
@@ -206,11 +154,6 @@ def locate(quote: str, text: str) -> tuple[int, int] | None:
         first = match.start() if n == 0 else first
         pos = match.end()
     return first, pos
-
-
-def quote_occurs(quote: str, text: str) -> bool:
-    """True when the quote occurs in the text (see `locate`)."""
-    return locate(quote, text) is not None
 
 
 # -- ranking -------------------------------------------------------------------

@@ -13,6 +13,7 @@ import tasks.common.http
 from tasks.common.settings import Settings
 from tasks.common.http import make_client, redact, request, request_json, retry_after_seconds, safe_url
 from tasks.common.errors import RemoteError
+from tests.net_helpers import TrickleServer, elapsed
 
 KEY = "sk-TOPSECRET-123"
 URL = "https://api.example.com/v1/search"
@@ -163,3 +164,73 @@ def test_redact_and_safe_url():
     assert redact(f"x {KEY} y", [KEY, None]) == "x *** y"
     assert redact("GET https://h/p?q=1&api_token=abc&key=def") == "GET https://h/p?q=1&api_token=***&key=***"
     assert safe_url("https://h.example:8443/v1/works?api_key=abc") == "https://h.example:8443/v1/works"
+
+
+# -- one deadline per call -----------------------------------------------------------
+
+@pytest.fixture
+def trickle():
+    server = TrickleServer(interval=0.5, lines=120)  # a minute of header lines
+    yield server
+    server.close()
+
+
+def test_a_server_trickling_headers_cannot_outlast_the_calls_deadline(trickle):
+    # Every single read succeeds within the 5 s timeout; only the whole-call
+    # deadline can stop this exchange.
+    with make_client(Settings(_env_file=None, http_timeout=5.0)) as client:
+        took, outcome = elapsed(lambda: request(client, "GET", trickle.url, within=1.5, retries=1))
+    assert isinstance(outcome, RemoteError) and outcome.code == "timeout", outcome
+    assert took < 10  # the server would have kept going for a minute
+    assert trickle.connections == 1  # no retry once the deadline is spent
+
+
+def test_no_deadline_means_the_client_timeouts_alone(trickle):
+    with make_client(Settings(_env_file=None, http_timeout=0.2)) as client:
+        outcome = elapsed(lambda: request(client, "GET", trickle.url, retries=0))[1]
+    assert isinstance(outcome, RemoteError) and outcome.code == "timeout"
+    assert "no answer within 0.2 s" in str(outcome)
+
+
+# -- secrets in configured URLs --------------------------------------------------------
+
+USER_PASSWORD = "searx-user:pa55-w0rd-secret"
+TOKEN = "tok-7f3c9a1e5b"
+
+
+def test_a_urls_own_query_survives_request_params(sleeps):
+    client, seen = client_for(httpx.Response(200, json={}))
+    request_json(client, "GET", f"https://{USER_PASSWORD}@searx.example/search?token={TOKEN}",
+                 params={"q": "x", "format": "json"})
+    sent = seen[0]
+    assert sent.url.params["token"] == TOKEN and sent.url.params["q"] == "x"
+    assert sent.headers["Authorization"].startswith("Basic ")  # the URL's credentials become Basic auth
+
+
+def test_url_credentials_are_configured_secrets(monkeypatch):
+    monkeypatch.setenv("SEARXNG_URL", f"https://{USER_PASSWORD}@searx.example/?token={TOKEN}&format=json")
+    monkeypatch.setenv("TAVILY_API_KEY", "tvly-secret-key-1")
+    found = Settings(_env_file=None).secret_values()
+    assert {"pa55-w0rd-secret", USER_PASSWORD, TOKEN, "tvly-secret-key-1"} <= set(found)
+    assert "json" not in found and "searx-user" not in found
+
+
+def test_url_credentials_never_reach_messages_logs_or_bodies(monkeypatch, sleeps, caplog):
+    monkeypatch.setenv("SEARXNG_URL", f"https://{USER_PASSWORD}@searx.example/?token={TOKEN}")
+    Settings(_env_file=None)  # configuring them is enough for redaction to know them
+    caplog.set_level(logging.DEBUG)
+    url = f"https://{USER_PASSWORD}@searx.example/search?token={TOKEN}"
+
+    echo = httpx.Response(502, text=f"bad gateway for {url}")
+    client, _ = client_for(echo)
+    with pytest.raises(RemoteError) as err:
+        request(client, "GET", url, params={"q": "x"})
+    message = str(err.value)
+    assert message.startswith("GET https://searx.example/search: HTTP 502")
+
+    client, _ = client_for(httpx.Response(200, json={"results": [{"url": url, "title": TOKEN}]}))
+    body = request_json(client, "GET", url, params={"q": "x"})
+
+    for text in (message, caplog.text, repr(body)):
+        for secret in ("pa55-w0rd-secret", TOKEN):
+            assert secret not in text

@@ -13,7 +13,6 @@ behind httpx.MockTransport): nothing here touches the internet."""
 from __future__ import annotations
 
 import json
-import os
 import threading
 from collections import Counter
 from pathlib import Path
@@ -27,15 +26,6 @@ import tasks.retrieval.fetch
 import tasks.common.http
 from tasks.lake.catalog import open_catalog
 from tasks.common.http import make_client
-
-
-@pytest.fixture(scope="session")
-def prefect_engine():
-    """One temporary Prefect server (SQLite) for every flow test of the session."""
-    os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
-    from prefect.testing.utilities import prefect_test_harness
-    with prefect_test_harness():
-        yield
 
 
 class Research:
@@ -294,7 +284,7 @@ def test_search_completeness_warns_and_the_run_goes_on(research):
     gates = [e for e in research.events(result["trace_id"]) if e["kind"] == "gate"]
     assert [(g["name"], g["status"]) for g in gates] == \
         [("search_completeness", "warn"), ("filter_sufficiency", "pass"), ("output_check", "pass")]
-    assert "5 candidates" in json.loads(gates[0]["detail"])["reason"]
+    assert "5 candidate sources" in json.loads(gates[0]["detail"])["reason"]
     assert len(research.dicts("SELECT * FROM selections WHERE trace_id = ?", result["trace_id"])) == 3
 
 

@@ -109,6 +109,31 @@ EDGE = [
         "2026-03-01T12:00:00+0100", "2026-03-01T12:00:00+01", "2026-03-01T12:00:60Z", "2026-03-01T24:00:00Z",
         "2026-03-01T12:00:00.1234567Z", "2026-03-01 12:00:00Z", "+2026-03-01T12:00:00Z")],
     bundle([item(title="\u00e9\u4e2d\U0001f600")]),
+    # numbers are JSON numbers, strings are strings
+    bundle([item(score_final=True)]),
+    bundle([item(score_final=False)]),
+    bundle([item(score_final=0)]),
+    bundle([item(score_relevance="1")]),
+    bundle([item(rank=True)]),
+    bundle([item(http_status=200.0)]),
+    bundle([item(http_status=True)]),
+    bundle([item(title=True)]),
+    bundle([item(snippet=1.5)]),
+    bundle(stats={"failed_count": False}),
+    bundle(query_text=7),
+    # control characters in URLs
+    *[bundle([item(url=f"https://a.example/x{c}y")]) for c in ("\x00", "\t", "\n", "\r", "\x1f", "\x7f",
+                                                                 "\x85", "\x9f", "\u00a0", "\u2028")],
+    bundle([item(url="file:///lib/a\x00.md")]),
+    # size limits, at and past each
+    *[bundle([item(**{name: "x" * n})]) for name, limit in (("title", 2_000), ("snippet", 20_000),
+                                                             ("content_text", 1_000_000))
+      for n in (limit, limit + 1)],
+    *[bundle([item(url="https://a.example/" + "p" * (n - len("https://a.example/")))]) for n in (8_192, 8_193)],
+    bundle(query_text="q" * 4_000),
+    bundle(query_text="q" * 4_001),
+    bundle(provider="p" * 257),
+    bundle([item(error_code="e" * 257, status="failed")]),
     bundle([item(url=f"https://a.example/{i}", score_final=i / 10) for i in range(10)]),
 ]
 RAW_EDGE = [
@@ -117,6 +142,12 @@ RAW_EDGE = [
     b"[1, 2]",
     json.dumps(bundle()).replace('"query_id": "q1"', '"query_id": "q1", "query_id": "q2"').encode(),
     json.dumps(bundle([item(title="\ud800")])).encode(),
+    json.dumps(bundle()).replace('"url": "https://a.example/x"', '"url": "javascript:x", "url": "https://a.example/x"').encode(),
+    json.dumps(bundle(extra={"a": 1, "b": {"a": 2, "a": 3}})).encode(),
+    json.dumps(bundle()).replace('"title": "t"', '"title": "t", "Title": "T"').encode(),
+    json.dumps(bundle()).replace('"provider": "p"', '"provider": "p", "deep": ' + "[" * 1100 + "]" * 1100).encode(),
+    json.dumps(bundle()).replace('"provider": "p"', '"provider": "p", "deep": ' + '{"a":' * 1100 + "1" + "}" * 1100).encode(),
+    b"[" * 5000,
 ]
 
 
@@ -129,6 +160,9 @@ def outcome_of(fn, sub: Submission, default_task: str | None):
 
 def compare(sub: Submission, default_task: str | None) -> bool:
     """True when the fast path took it; raises AssertionError on a difference."""
+    if validation._unparsable_shape(sub) is not None:  # refused before either path looks at it
+        assert isinstance(validation.prepare(sub, default_task), Refusal), sub.source
+        return False
     fast = validation._fast_candidate(sub, default_task)
     full = outcome_of(validation.validate, sub, default_task)
     if fast is None:
@@ -157,8 +191,9 @@ def test_fast_path_gives_what_full_validation_gives():
         for default_task in (None, "default-task"):
             fast += compare(sub, default_task)
             # prepare() as a whole: the same verdict as validate()
-            full = outcome_of(validation.validate, sub, default_task)
             got = outcome_of(validation.prepare, sub, default_task)
+            full = validation._unparsable_shape(sub) or outcome_of(validation.validate, sub, default_task)
+            full = validation._with_item_columns(full) if not isinstance(full, Exception) else full
             if isinstance(full, Refusal):
                 assert got == full, f"{sub.source}: {got!r} != {full!r}"
             else:

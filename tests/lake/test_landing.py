@@ -59,7 +59,7 @@ def test_landed_values_follow_the_contract(lake, inbox, new_bundle, new_item):
         new_item("https://b.example/", source_id="given-id", status="failed", error_code="timeout"),
         new_item("file:///srv/doc.pdf", status="filtered"),
     ], executed_at="2026-03-01T09:30:00-03:00"))
-    lake.ingest(inbox.folder)
+    lake.ingest(inbox.folder, libraries=["/srv"])
 
     rows = lake.dicts("SELECT * FROM results ORDER BY item_index")
     utc = timezone.utc

@@ -8,6 +8,7 @@ private host names can be staged without DNS or internet.
 from __future__ import annotations
 
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
@@ -15,9 +16,10 @@ import pytest
 
 import tasks.retrieval.fetch
 from tasks.common.settings import Settings
-from tasks.retrieval.fetch import configured_hosts, extract_text, fetch_content, refusal_reason
+from tasks.retrieval.fetch import configured_hosts, extract_text, fetch_content, fetch_deadline, refusal_reason
 from tasks.common.http import make_client
 from tasks.common.errors import RemoteError
+from tests.net_helpers import TrickleServer, elapsed
 
 PARAGRAPH = (
     "The evidence lake keeps every search answer as raw JSON next to Parquet tables, "
@@ -274,3 +276,42 @@ def test_extract_falls_back_to_lexbor(monkeypatch):
 def test_extract_with_trafilatura():
     pytest.importorskip("trafilatura", exc_type=ImportError)  # skipped where lxml lacks html.clean
     assert "Paragraph 3" in tasks.retrieval.fetch._trafilatura_text(ARTICLE, "http://x/")
+
+
+# -- one deadline for the whole fetch ----------------------------------------------------
+def test_a_server_trickling_headers_is_cut_off_at_the_fetch_deadline():
+    server = TrickleServer(interval=0.5, lines=120)  # a minute of header lines, each within any read timeout
+    s = settings(http_timeout=1.0, allow_private_fetch=True)
+    try:
+        took, outcome = elapsed(lambda: fetch(server.url + "/article", s))
+    finally:
+        server.close()
+    assert isinstance(outcome, RemoteError) and outcome.code == "timeout", outcome
+    assert took < 5 * fetch_deadline(s)  # ends near the 2 s deadline, not after a minute
+
+
+class _SlowHops(BaseHTTPRequestHandler):
+    """Every hop answers quickly enough for a read timeout, but a chain of
+    redirects adds up: only a deadline over the whole fetch stops it."""
+
+    def do_GET(self):
+        hop = int(self.path.strip("/") or 0)
+        time.sleep(0.6)
+        self.send_response(302)
+        self.send_header("Location", f"/{hop + 1}" if hop < 4 else "/0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def test_redirect_hops_share_one_deadline():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _SlowHops)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    s = settings(http_timeout=0.8, allow_private_fetch=True)  # 1.6 s for the whole fetch; 6 hops take 3.6 s
+    try:
+        outcome = elapsed(lambda: fetch(f"http://127.0.0.1:{server.server_address[1]}/0", s))[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert isinstance(outcome, RemoteError) and outcome.code == "timeout", outcome

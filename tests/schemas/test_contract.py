@@ -262,3 +262,50 @@ def test_schema_command_prints_a_valid_json_schema_of_the_bundle(cli, new_bundle
     assert item_schema["properties"]["status"]["enum"] == ["ok", "filtered", "failed"]
     missing_title = new_bundle("q1", [{k: v for k, v in new_item("https://a.example/").items() if k != "title"}])
     assert not validator.is_valid(missing_title)
+
+
+# -- strict types, control characters, size limits ---------------------------
+
+@pytest.mark.parametrize("field, value", [
+    ("score_final", "0.5"), ("score_final", True), ("score_final", False), ("score_relevance", "1"),
+    ("rank", True), ("rank", "3"), ("rank", 3.0), ("http_status", "200"), ("http_status", True),
+    ("title", 5), ("title", True), ("snippet", 1.5), ("language", ["en"]),
+])
+def test_numbers_must_be_json_numbers_and_strings_strings(new_bundle, new_item, field, value):
+    raw = json.dumps(new_bundle("q1", [new_item("https://a.example/", **{field: value})]))
+    with pytest.raises(ValidationError) as refused:
+        SearchResultBundle.model_validate_json(raw)
+    assert refused.value.errors()[0]["loc"] == ("results", 0, field)
+
+
+def test_an_integer_is_a_number_for_a_score(new_bundle, new_item):
+    raw = json.dumps(new_bundle("q1", [new_item("https://a.example/", score_final=1, score_relevance=0)]))
+    assert SearchResultBundle.model_validate_json(raw).results[0].score_final == 1.0
+
+
+@pytest.mark.parametrize("char", ["\x00", "\t", "\n", "\r", "\x1b", "\x7f", "\x85", "\x9f"])
+def test_control_characters_in_a_url_refuse_the_bundle(new_bundle, new_item, char):
+    raw = json.dumps(new_bundle("q1", [new_item(f"https://a.example/x{char}y")]))
+    with pytest.raises(ValidationError) as refused:
+        SearchResultBundle.model_validate_json(raw)
+    error = refused.value.errors()[0]
+    assert error["loc"] == ("results", 0, "url") and "control character" in error["msg"]
+
+
+@pytest.mark.parametrize("field, limit", [("title", 2_000), ("snippet", 20_000), ("content_text", 1_000_000)])
+def test_text_fields_have_size_limits(new_bundle, new_item, field, limit):
+    at_limit = json.dumps(new_bundle("q1", [new_item("https://a.example/", **{field: "x" * limit})]))
+    assert SearchResultBundle.model_validate_json(at_limit)
+    past = json.dumps(new_bundle("q1", [new_item("https://a.example/", **{field: "x" * (limit + 1)})]))
+    with pytest.raises(ValidationError) as refused:
+        SearchResultBundle.model_validate_json(past)
+    assert refused.value.errors()[0]["type"] == "string_too_long"
+
+
+def test_urls_have_a_size_limit(new_bundle, new_item):
+    base = "https://a.example/"
+    ok = json.dumps(new_bundle("q1", [new_item(base + "p" * (8_192 - len(base)), title="t")]))
+    assert SearchResultBundle.model_validate_json(ok)
+    too_long = json.dumps(new_bundle("q1", [new_item(base + "p" * (8_193 - len(base)), title="t")]))
+    with pytest.raises(ValidationError):
+        SearchResultBundle.model_validate_json(too_long)

@@ -58,7 +58,7 @@ def test_labels_are_the_questions_words_never_a_stem_or_a_framing_word():
     text = ("A decorator is a callable that takes a function and returns a replacement function.\n\n"
             "Decorator expressions are evaluated when the function is defined.\n")
     sources = [source(1, "https://docs.python.org/3.11/glossary.html", "Glossary", text)]
-    for question in ("How do decorators work?", "How does a decorator work?"):
+    for question in ("How do decorators work?", "How does a decorator work?", "What happens between decorators?"):
         result = extractive_synthesis(sources, question)
         names = {i.dimension for i in result.synthesized_insights} | {
             d.name for d in extractive_blueprint(result).coreDrivers}
@@ -113,3 +113,25 @@ def test_the_answering_sentence_of_a_page_is_quoted_not_its_first_match():
     sources = [source(1, "https://docs.python.org/3.11/reference/compound_stmts.html", "Function definitions", text)]
     result = extractive_synthesis(sources, "When is a function decorator applied to the function?")
     assert quotes(result)[0].startswith("A function decorator is applied when the def statement executes")
+
+
+def test_a_sphinx_page_and_its_source_file_are_one_document():
+    shared = "Tasks are used to schedule coroutines concurrently in the event loop."
+    docs = "file:///usr/share/doc/python3.11/html"
+    sources = [source(1, f"{docs}/library/asyncio-task.html", "Coroutines and Tasks", f"Intro.\n\n{shared}\n"),
+               source(2, f"{docs}/_sources/library/asyncio-task.rst.txt", "Coroutines and Tasks", f"{shared}\n")]
+    insight = extractive_synthesis(sources, "How are coroutines scheduled concurrently?").synthesized_insights[0]
+    assert "other source" not in insight.text and len(insight.citations) == 1
+
+
+def test_a_faq_question_is_no_evidence_and_the_defining_sentence_leads():
+    text = ("Why don't generators support the with statement?\n\n"
+            "The try statement specifies exception handlers for a group of statements.\n\n"
+            "If the return value was true, the exception is suppressed, and execution continues with the\n"
+            "statement following the with statement.\n\n"
+            "The with statement is used to wrap the execution of a block with methods defined by a\n"
+            "context manager.\n")
+    sources = [source(1, "https://docs.python.org/3.11/reference/compound_stmts.html", "Compound statements", text)]
+    quoted = quotes(extractive_synthesis(sources, "What does the with statement do?"))
+    assert quoted[0].startswith("The with statement is used to wrap the execution of a block")
+    assert not [q for q in quoted if q.endswith("?") or q.startswith("The try statement")]

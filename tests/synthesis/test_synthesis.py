@@ -17,7 +17,7 @@ from tasks.lake.consolidation import consolidate
 from tasks.synthesis.extractive import extractive_synthesis
 from tasks.lake.landing import land_files
 from tasks.common.llm import LLMError
-from tasks.synthesis.passages import figures, quote_occurs, sentences, tokens
+from tasks.synthesis.passages import figures, locate, sentence_spans
 from tasks.synthesis.synthesizer import load_sources, synthesis_input, synthesize, synthesize_material
 from tasks.synthesis.base import finish
 from tasks.synthesis.llm_synthesis import llm_synthesis, resolve_source
@@ -27,21 +27,16 @@ from tasks.synthesis.llm_synthesis import llm_synthesis, resolve_source
 
 def test_sentences_split_latin_and_chinese_punctuation():
     text = "First sentence. Version 3.5 stays whole! 第一句。第二句！第三句？\n\nA wrapped\nline."
-    assert sentences(text) == ["First sentence.", "Version 3.5 stays whole!", "第一句。", "第二句！",
+    assert [" ".join(text[s:e].split()) for s, e in sentence_spans(text)] == ["First sentence.", "Version 3.5 stays whole!", "第一句。", "第二句！",
                                "第三句？", "A wrapped line."]
-
-
-def test_cjk_is_indexed_as_bigrams():
-    assert tokens("大语言模型") == ["大语", "语言", "言模", "模型"]
-    assert "python" in tokens("Python 打包") and "打包" in tokens("Python 打包")
 
 
 def test_quote_check_ignores_case_whitespace_and_quote_style():
     text = "The  \u201cproject\u201d table\nholds METADATA."
-    assert quote_occurs('the "project" table holds metadata.', text)
-    assert quote_occurs("The … holds metadata", text)  # an elided quote, parts in order
-    assert not quote_occurs("holds metadata … The", text)
-    assert not quote_occurs("", text)
+    assert locate('the "project" table holds metadata.', text) == (0, len(text))
+    assert locate("The … holds metadata", text) == (0, len(text) - 1)  # an elided quote, parts in order
+    assert locate("holds metadata … The", text) is None
+    assert locate("", text) is None
 
 
 # -- extractive ----------------------------------------------------------------------

@@ -70,9 +70,9 @@ class ApiProvider:
         return request(self.client, "GET", url, **self._call_options(kwargs))
 
     def _call_options(self, kwargs: dict) -> dict:
-        # Every call retries per settings and scrubs this provider's key.
+        # Every call retries per settings and scrubs every configured secret.
         kwargs.setdefault("retries", self.settings.http_retries)
-        kwargs.setdefault("secrets", (self.key,))
+        kwargs.setdefault("secrets", self.settings.secret_values())
         return kwargs
 
     def bad_response(self, what: str) -> RemoteError:

@@ -10,6 +10,7 @@ There is no result-count parameter: one page is fetched and cut.
 
 from __future__ import annotations
 
+from tasks.common.http import endpoint_url, safe_url
 from tasks.common.settings import Settings
 from tasks.retrieval.providers.base import Hit, Query
 from tasks.common.errors import RemoteError
@@ -40,8 +41,13 @@ class SearxngProvider(ApiProvider):
 
     def __init__(self, settings: Settings, client):
         super().__init__(settings, client)
+        self.search_url = None
         if settings.searxng_url:
-            self.endpoint = settings.searxng_url.rstrip("/") + "/search"
+            # The configured URL may carry credentials (user:password@,
+            # ?token=): they go with the request, while `endpoint`, which
+            # failed items and messages show, is the instance without them.
+            self.search_url = endpoint_url(settings.searxng_url, "search")
+            self.endpoint = safe_url(self.search_url)
 
     def search(self, query: Query, max_results: int) -> list[Hit]:
         self.require_key()
@@ -49,8 +55,7 @@ class SearxngProvider(ApiProvider):
         if query.intent in CATEGORY_BY_INTENT:
             params["categories"] = CATEGORY_BY_INTENT[query.intent]
         try:
-            # The instance URL is not a secret; nothing to scrub.
-            payload = self.get_json(self.endpoint, params=params, secrets=())
+            payload = self.get_json(self.search_url, params=params)
         except RemoteError as exc:
             if exc.http_status == 403:
                 raise RemoteError(

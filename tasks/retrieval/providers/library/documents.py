@@ -14,7 +14,9 @@ A *corpus* is one source of documents:
   docs.python.org URL (see PYDOC_PAGES) — offline, nothing to download.
 
 Files that cannot be read or have no text become `Skip`s (path, reason) from
-the walk, or `SkipFile` from `extract`, for the caller's error log.
+the walk, or `SkipFile` from `extract`, for the caller's error log. So do
+files whose real path (links followed) lies outside the folder, and files
+whose name is not valid UTF-8.
 
 Passages: paragraphs (blank-line separated) packed into spans of at most
 PASSAGE_CHARS characters (about 250 English words); longer paragraphs are
@@ -96,7 +98,7 @@ def walk_folder(root: Path) -> Iterator[DocumentFile | Skip]:
 
     def on_error(error: OSError) -> None:
         where = Path(error.filename).relative_to(root).as_posix() if error.filename else "."
-        failed_dirs.append(Skip(where, f"unreadable folder: {error.strerror or error}"))
+        failed_dirs.append(Skip(_shown(where), f"unreadable folder: {error.strerror or error}"))
 
     for dirpath, dirnames, filenames in os.walk(root, onerror=on_error):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in SKIPPED_DIRS)
@@ -110,15 +112,36 @@ def walk_folder(root: Path) -> Iterator[DocumentFile | Skip]:
 
 def _candidate(root: Path, path: Path, kind: str) -> DocumentFile | Skip:
     relative = path.relative_to(root).as_posix()
+    if not _is_utf8(relative):  # the name cannot become a URL, a path column or a log line
+        return Skip(_shown(relative), "file name is not valid UTF-8")
     try:
-        info = path.stat()  # follows symlinks: a dangling one fails here
-    except OSError as error:
-        return Skip(relative, f"unreadable: {error.strerror or error}")
+        # Only what lies inside the library is read: a link is followed to its
+        # target, and a target outside the folder is skipped.
+        target = path.resolve(strict=True)  # a dangling link fails here
+        info = target.stat()
+    except (OSError, RuntimeError) as error:  # RuntimeError: a symlink loop
+        return Skip(relative, f"unreadable: {getattr(error, 'strerror', None) or error}")
+    if not target.is_relative_to(root):
+        return Skip(relative, "a link to a file outside the library folder")
     if not stat.S_ISREG(info.st_mode):  # a FIFO named x.txt would block a read
         return Skip(relative, "not a regular file")
     if info.st_size > MAX_FILE_BYTES:
         return Skip(relative, f"too large ({info.st_size:,} bytes; limit {MAX_FILE_BYTES:,})")
-    return DocumentFile(relative, path.as_uri(), kind, info.st_mtime, info.st_size, path.read_bytes)
+    return DocumentFile(relative, path.as_uri(), kind, info.st_mtime, info.st_size, target.read_bytes)
+
+
+def _is_utf8(name: str) -> bool:
+    """False for a name os.walk decoded with surrogate escapes (not UTF-8 on disk)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _shown(name: str) -> str:
+    """A name that is not UTF-8, printable: its undecodable bytes as \\xNN."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
 
 
 # -- Python's own documentation -----------------------------------------------

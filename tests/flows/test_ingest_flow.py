@@ -1,0 +1,58 @@
+"""The scheduled ingest of a landing folder, through the real Prefect engine:
+the folder is created when missing, and what was handled is filed away so the
+next run reads nothing twice."""
+
+from __future__ import annotations
+
+import logging
+from datetime import date
+
+
+class Lines(logging.Handler):
+    def __init__(self):
+        super().__init__()
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+def test_a_missing_landing_folder_is_created_and_said_once(prefect_engine, lake, tmp_path):
+    from flows.ingest import ingest_flow
+    logs = Lines()
+    logging.getLogger("prefect.task_runs").addHandler(logs)
+    try:
+        landing = tmp_path / "landing"
+        first = ingest_flow(landing=str(landing))
+        assert landing.is_dir() and first["landed"] == 0
+        ingest_flow(landing=str(landing))
+    finally:
+        logging.getLogger("prefect.task_runs").removeHandler(logs)
+    said = [line for line in logs.lines if "did not exist" in line]
+    assert len(said) == 1 and str(landing) in said[0]
+
+
+def test_landed_files_are_filed_away_and_never_read_again(prefect_engine, lake, tmp_path, new_bundle, new_item):
+    from flows.ingest import ingest_flow
+    from tests.conftest import BundleFiles
+    landing = BundleFiles(tmp_path / "landing")
+    landing.write(new_bundle("q1", [new_item("https://a.example/1", 0.9)], task_id="drop"))
+    landing.write(new_bundle("q2", [new_item("https://b.example/2", 0.5)], task_id="drop"), "agent-7/q2.json")
+    landing.write_text('{"query_id": "q3", "results": "not a list"', "broken.json")
+    landing.write_text("{}", "half-written.json.part")  # still being written: not a bundle file yet
+
+    summary = ingest_flow(landing=str(landing.folder))
+    assert summary["landed"] == 2 and summary["moved"] == {"processed": 2, "refused": 1}
+    today = date.today().isoformat()
+    left = sorted(str(p.relative_to(landing.folder)) for p in landing.folder.rglob("*") if p.is_file())
+    assert left == sorted([f"processed/{today}/agent-7/q2.json", f"processed/{today}/q1.json",
+                           f"refused/{today}/broken.json", "half-written.json.part"])
+    assert [r["url"] for r in lake.consolidated("drop")] == ["https://a.example/1", "https://b.example/2"]
+
+    again = ingest_flow(landing=str(landing.folder))
+    assert again["landed"] == 0 and "moved" not in again  # nothing waiting, nothing read
+    assert lake.count("quarantine") == 1  # the refused file was not refused a second time
+
+    landing.write(new_bundle("q1", [new_item("https://a.example/1", 0.9)], task_id="drop"))  # dropped again
+    third = ingest_flow(landing=str(landing.folder))
+    assert third["unchanged"] == 1 and (landing.folder / "processed" / today / "q1.1.json").is_file()

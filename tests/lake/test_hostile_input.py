@@ -1,0 +1,232 @@
+"""Files written to hurt: whatever a bundle file holds, it is refused with a
+reason or it lands; the rest of its batch always lands."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from bench.generate import bundles
+from tasks.lake import validation
+
+
+def good_files(inbox, new_bundle, new_item, count: int = 5) -> list[Path]:
+    return [inbox.write(new_bundle(f"good{n}", [new_item(f"https://good.example/{n}")])) for n in range(count)]
+
+
+def deep_json(levels: int = 1100) -> str:
+    return '{"query_id": "deep", "results": ' + "[" * levels + "]" * levels + "}"
+
+
+@pytest.fixture
+def in_workers(monkeypatch):
+    """Validate in worker processes even for a handful of small files."""
+    monkeypatch.setattr(validation, "POOL_MIN_BYTES", 0)
+    monkeypatch.setattr(validation, "WORKERS", 2)
+
+
+@pytest.mark.parametrize("mode", ["in process", "in workers"])
+def test_deeply_nested_json_is_quarantined_and_the_batch_lands(request, lake, inbox, new_bundle, new_item, mode):
+    if mode == "in workers":
+        request.getfixturevalue("in_workers")
+    good = good_files(inbox, new_bundle, new_item, 6)
+    deep = inbox.write_text(deep_json(), "deep.json")
+    assert 1_800 < deep.stat().st_size < 2_500
+
+    report = lake.ingest(inbox.folder)
+
+    assert sorted(q for _, q, _ in report.landed) == sorted(p.stem for p in good)
+    assert [(r.source, r.reason) for r in report.refused] == [(str(deep), "too_deep")]
+    assert lake.rows("select reason from quarantine") == [("too_deep",)]
+
+
+def test_deep_nesting_in_the_command_line_is_one_refused_line(cli, inbox, new_bundle, new_item):
+    good_files(inbox, new_bundle, new_item, 3)
+    inbox.write_text(deep_json(), "deep.json")
+    done = cli.run("ingest", str(inbox.folder))
+    assert done.returncode == 1
+    assert "landed 3 bundles" in done.stdout
+    assert [line for line in done.stderr.splitlines() if "deep.json" in line] == [
+        f"refused {inbox.folder / 'deep.json'}: too_deep: JSON nested too deep "
+        "(recursion limit exceeded at line 1 column 233)"]
+
+
+def test_duplicate_keys_refuse_the_file(lake, inbox, new_bundle, new_item):
+    text = json.dumps(new_bundle("q1", [new_item("https://a.example/")]))
+    text = text.replace('"url": "https://a.example/"', '"url": "javascript:alert(1)", "url": "https://a.example/"')
+    bad = inbox.write_text(text, "dup.json")
+    good_files(inbox, new_bundle, new_item, 2)
+
+    report = lake.ingest(inbox.folder)
+
+    assert len(report.landed) == 2
+    [refusal] = report.refused
+    assert (refusal.source, refusal.reason, refusal.field) == (str(bad), "duplicate_key", "url")
+    assert lake.rows("select count(*) from results where url like 'javascript:%'") == [(0,)]
+    assert not lake.files_under("raw/task_id=t1/query_id=q1/")
+
+
+@pytest.mark.parametrize("field, value", [("score_final", "0.5"), ("score_final", True), ("rank", "1"),
+                                          ("title", 12), ("http_status", "404")])
+def test_values_of_the_wrong_json_type_are_refused_with_their_field(lake, inbox, new_bundle, new_item, field, value):
+    inbox.write(new_bundle("q1", [new_item("https://a.example/"), new_item("https://b.example/", **{field: value})]))
+    good_files(inbox, new_bundle, new_item, 1)
+
+    report = lake.ingest(inbox.folder)
+
+    [refusal] = report.refused
+    assert (refusal.reason, refusal.field, refusal.item_index) == ("invalid_value", f"results[1].{field}", 1)
+    assert len(report.landed) == 1
+
+
+@pytest.mark.parametrize("url", ["https://a.example/\x00x", "https://a.example/x\ny", "https://a.example/\x7f",
+                                 "http://a.example/\u0085"])
+def test_a_url_with_control_characters_never_reaches_consolidated(lake, inbox, new_bundle, new_item, url):
+    inbox.write(new_bundle("q1", [new_item("https://ok.example/"), new_item(url)]))
+    good_files(inbox, new_bundle, new_item, 2)
+    report = lake.ingest(inbox.folder)
+    lake.consolidate()
+    [refusal] = report.refused
+    assert (refusal.reason, refusal.field) == ("unsafe_url", "results[1].url")
+    assert sorted(url for url, in lake.rows("select url from consolidated")) == [
+        "https://good.example/0", "https://good.example/1"]
+
+
+def test_a_five_megabyte_title_is_refused_as_too_long(lake, inbox, new_bundle, new_item):
+    inbox.write(new_bundle("q1", [new_item("https://a.example/", title="t" * 5_000_000)]))
+    [refusal] = lake.ingest(inbox.folder).refused
+    assert (refusal.reason, refusal.field) == ("too_long", "results[0].title")
+
+
+# -- file: URLs of ingested bundles -------------------------------------------
+
+@pytest.fixture
+def library(tmp_path) -> Path:
+    folder = tmp_path / "library"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "sub" / "doc.md").write_text("# doc\n")
+    return folder
+
+
+@pytest.mark.parametrize("url", ["file:///etc/passwd", "file://host/share/doc.md", "file:relative/doc.md",
+                                 "FILE:///etc/shadow", "file://{library}/../outside.md",
+                                 "file://{library}/link-out.md", "file://{library}%2F..%2F..%2Fetc/passwd"])
+def test_ingested_file_urls_outside_the_library_are_refused(lake, inbox, new_bundle, new_item, library, url):
+    (library / "link-out.md").symlink_to("/etc/passwd")
+    inbox.write(new_bundle("q1", [new_item("https://a.example/"), new_item(url.format(library=library))]))
+    report = lake.ingest(inbox.folder, libraries=[library])
+    [refusal] = report.refused
+    assert (refusal.reason, refusal.field, refusal.item_index) == ("unsafe_url", "results[1].url", 1)
+    assert "outside" in refusal.message
+
+
+def test_without_a_library_every_ingested_file_url_is_refused(lake, inbox, new_bundle, new_item, library):
+    inbox.write(new_bundle("q1", [new_item((library / "sub" / "doc.md").as_uri())]))
+    [refusal] = lake.ingest(inbox.folder).refused
+    assert refusal.reason == "unsafe_url"
+
+
+def test_file_urls_inside_the_library_land(lake, inbox, new_bundle, new_item, library, monkeypatch):
+    doc = (library / "sub" / "doc.md").as_uri()
+    inbox.write(new_bundle("q1", [new_item(doc), new_item(doc + "?topic=x")]))
+    assert len(lake.ingest(inbox.folder, libraries=[library]).landed) == 1
+    monkeypatch.setattr(lake.settings, "library", str(library))  # SEARCHLAKE_LIBRARY
+    inbox.write(new_bundle("q2", [new_item(doc)]))
+    assert len(lake.ingest(inbox.folder / "q2.json").landed) == 1
+
+
+# -- re-ingesting -------------------------------------------------------------
+
+def test_the_same_bundle_written_differently_is_unchanged(lake, inbox, new_bundle, new_item):
+    doc = new_bundle("q1", [new_item("https://a.example/", 0.5, rank=1), new_item("https://b.example/", 0.25)])
+    lake.ingest(inbox.write_text(json.dumps(doc), "compact.json"))
+    reordered = {key: doc[key] for key in reversed(list(doc))}
+    reordered["results"] = [dict(reversed(list(item.items()))) for item in doc["results"]]
+    text = json.dumps(reordered, indent=4).replace("0.25", "2.5e-1").replace("a.example", "a\\u002eexample")
+
+    report = lake.ingest(inbox.write_text(text, "pretty.json"))
+
+    assert (report.landed, report.unchanged, report.refused) == ([], [("t1", "q1")], [])
+    changed = dict(doc, query_text="another text")
+    assert lake.ingest(inbox.write_text(json.dumps(changed), "changed.json")).refused[0].reason == "conflict"
+
+
+def test_the_same_bundle_twice_in_one_batch_written_differently_lands_once(lake, inbox, new_bundle, new_item):
+    doc = new_bundle("q1", [new_item("https://a.example/")])
+    inbox.write_text(json.dumps(doc), "a.json")
+    inbox.write_text(json.dumps(doc, indent=2, sort_keys=True), "b.json")
+    report = lake.ingest(inbox.folder)
+    assert len(report.landed) == 1 and len(report.unchanged) == 1 and not report.refused
+
+
+# -- worker processes ---------------------------------------------------------
+
+def test_a_file_that_kills_its_worker_is_refused_and_the_rest_lands(lake, inbox, new_bundle, new_item,
+                                                                    in_workers, monkeypatch):
+    real_prepare = validation.prepare
+
+    def dies_on_poison(sub, *args):
+        if "poison" in sub.source:
+            os._exit(3)  # a worker killed mid-file, as by the OOM killer
+        return real_prepare(sub, *args)
+
+    monkeypatch.setattr(validation, "prepare", dies_on_poison)  # the forked workers inherit it
+    good = good_files(inbox, new_bundle, new_item, 8)
+    inbox.write(new_bundle("poison", [new_item("https://p.example/")]))
+
+    report = lake.ingest(inbox.folder)
+
+    assert sorted(q for _, q, _ in report.landed) == sorted(p.stem for p in good)
+    assert [(Path(r.source).name, r.reason) for r in report.refused] == [("poison.json", "validation_crashed")]
+
+
+def children_of(pid: int) -> set[int]:
+    found: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found |= {int(c) for c in (task / "children").read_text().split()}
+        except OSError:
+            pass
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
+def test_validation_workers_die_with_a_killed_ingest(cli, tmp_path):
+    inbox = tmp_path / "big"
+    inbox.mkdir()
+    for query_id, doc in bundles(120_000, 1000, seed=3):
+        (inbox / f"{query_id}.json").write_text(json.dumps(doc))
+    ingest = cli.popen("ingest", str(inbox))
+    workers: set[int] = set()
+    try:
+        deadline = time.monotonic() + 60
+        while not workers and ingest.poll() is None and time.monotonic() < deadline:
+            workers = children_of(ingest.pid)
+            time.sleep(0.05)
+        assert workers, "the ingest ended before its workers were seen"
+        ingest.send_signal(signal.SIGKILL)
+        ingest.wait()
+        deadline = time.monotonic() + 30
+        while any(alive(w) for w in workers) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not [w for w in workers if alive(w)], "validation workers outlived their parent"
+    finally:
+        if ingest.poll() is None:
+            ingest.kill()
+            ingest.wait()
+        for pid in workers:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
