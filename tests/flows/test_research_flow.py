@@ -309,8 +309,12 @@ def test_filter_sufficiency_falls_back_to_a_new_search_round(research, cli):
     planned = research.planned_calls("thin", ["library"])
     trace = research.jsonl("thin", result["trace_id"], "trace.jsonl")
     (fallback,) = stage_lines(trace, "fallback_search")
-    assert fallback["detail"]["searches"] == len(planned) - result["searches"] > 0
-    assert research.landed("thin") == {c.query.query_id for c in planned}
+    (first,) = stage_lines(trace, "search")
+    assert fallback["detail"]["searches"] == len(planned) - first["detail"]["searches"] > 0
+    # the first round's queries also went deeper (ids ending .n20) before the completeness gate
+    landed = research.landed("thin")
+    assert {c.query.query_id for c in planned} <= landed
+    assert all(query_id.endswith(".n20") for query_id in landed - {c.query.query_id for c in planned})
 
 
 # -- (f) the budget's timeout ----------------------------------------------------------
@@ -323,6 +327,7 @@ def test_timeout_ends_the_run_and_keeps_what_landed(research):
     be interrupted (sync I/O in a worker thread), so it is released later."""
     web = FakeWeb(hold_after=2)
     research.online(web, "tavily")
+    research.monkeypatch.setenv("SEARCHLAKE_MAX_QUERIES_PER_INTENT", "2")  # four searches: the third hangs
     release = threading.Timer(6, web.release.set)
     release.start()
     try:

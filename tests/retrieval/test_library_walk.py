@@ -78,8 +78,8 @@ def test_the_index_and_the_error_log_take_odd_files_in_their_stride(settings, li
         handle.write(b"# Bad name\n")
     lib_settings = Settings(home=settings.home, library=library)
 
+    report = index_library(lib_settings)
     with open_catalog(lib_settings, "test-library") as catalog:
-        report = index_library(catalog, lib_settings)
         log_skipped_files(catalog, "t1", report.skipped)
         logged = catalog.con.execute("SELECT url, message FROM error_log ORDER BY url").fetchall()
 
