@@ -12,11 +12,12 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-# The report's HTML is tested in real headless Chromium (Debian's package).
+# The report's HTML and the web page are tested in real headless Chromium
+# (Debian's package, driven by the pinned playwright; never a browser download).
 browser:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
-	  else echo "chromium is not installed: the HTML report test will be skipped"; fi; }
+	  else echo "chromium is not installed: the browser tests will be skipped"; fi; }
 
 run: $(STAMP)
 	$(VENV)/bin/searchlake research "$(QUESTION)"

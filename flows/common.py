@@ -6,6 +6,9 @@ import os
 
 # Prefect's telemetry cannot reach out from here and would log an error.
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+# Prefect's temporary server gives up after 20 s; on a busy machine it needs
+# longer (seen: 25 s), and waiting beats failing the run.
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
 
 
 def retry_when_busy(task, task_run, state) -> bool:

@@ -22,6 +22,8 @@ STEP_OF_STAGE = {"plan": "plan", "index": "index", "search": "deep_search", "dee
                  "consolidate": "consolidate", "hard_filter": "filter", "coarse_filter": "filter",
                  "quality_filter": "filter", "publishers": "filter", "report": "reporting"}
 
+STEP_OF_GATE = {"search_completeness": "consolidate", "filter_sufficiency": "filter", "output_check": "reporting"}
+
 _LAST_STAGE_OF_STEP = {"plan", "index", "search", "deeper_search", "fallback_search", "consolidate", "publishers", "report"}
 
 
@@ -58,11 +60,14 @@ class RunView:
     def search_done(self, provider: str, query_id: str, items: int, failed: bool) -> None:
         self.searches_done += 1
         self.progress.advance("deep_search", self.searches_done / max(1, self.searches_total),
-                              metadata={"provider": provider, "query_id": query_id, "items": items, "failed": failed})
+                              metadata={"provider": provider, "query_id": query_id, "items": items, "failed": failed,
+                                        "done": self.searches_done, "total": self.searches_total})
         self.terminal.search_done(provider, query_id, items, failed)
 
     def gate(self, result: GateResult) -> None:
         self.trace.gate(result)
+        self.progress.note(STEP_OF_GATE.get(result.gate, "filter"),
+                           {"gate": result.gate, "outcome": result.outcome, "reason": result.reason})
         if result.outcome != "pass":
             self.terminal.note(f"gate {result.gate}: {result.outcome} — {result.reason}")
 

@@ -21,6 +21,9 @@ CREATE TABLE IF NOT EXISTS bundle_catalog (
     landed_at         TIMESTAMPTZ NOT NULL,
     landing_seq       BIGINT NOT NULL
 );
+-- how long the search call behind a bundle took (stats.duration_ms); catalogs
+-- created before the column get it here
+ALTER TABLE bundle_catalog ADD COLUMN IF NOT EXISTS duration_ms BIGINT;
 
 CREATE TABLE IF NOT EXISTS lake_files (
     path       VARCHAR NOT NULL,

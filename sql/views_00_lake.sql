@@ -8,7 +8,7 @@ CREATE OR REPLACE TEMP VIEW consolidated AS
 
 CREATE OR REPLACE TEMP VIEW bundles AS
     SELECT task_id, query_id, query_text, query_intent, provider, executed_at,
-           item_count, total_returned, kept_after_filter, failed_count, dedup_count,
+           item_count, total_returned, kept_after_filter, failed_count, dedup_count, duration_ms,
            bundle_uid, content_hash, raw_path, results_file, source_file, landed_at, landing_seq
     FROM bundle_catalog;
 

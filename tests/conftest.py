@@ -20,6 +20,16 @@ from tasks.lake.landing import land_files
 CAPTURED = "2026-03-01T12:00:00Z"
 
 
+@pytest.fixture(scope="session")
+def prefect_engine():
+    """One temporary Prefect server (SQLite) for every flow test of the session."""
+    os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
+    from prefect.testing.utilities import prefect_test_harness
+    # Prefect's own 30 s is not enough for its server to start on a busy machine.
+    with prefect_test_harness(server_startup_timeout=180):
+        yield
+
+
 # -- bundle factory ---------------------------------------------------------
 
 def make_item(url: str, score: float = 0.5, **fields) -> dict:

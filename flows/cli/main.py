@@ -128,7 +128,6 @@ def demo() -> None:
 def main() -> None:
     from tasks.lake.catalog import CatalogBusy, CatalogError
     from tasks.lake.consolidation import UnknownTask
-    from tasks.retrieval.plan_store import QuestionMismatch
     try:
         # Not standalone: click's usage errors come here as exceptions, to be
         # said in one line rather than a boxed usage panel.
@@ -137,7 +136,7 @@ def main() -> None:
         _fail(usage_line(exc))
     except typer.Abort:
         _fail("interrupted")
-    except (UserError, CatalogBusy, UnknownTask, QuestionMismatch) as exc:
+    except (UserError, CatalogBusy, UnknownTask, _question_mismatch()) as exc:
         # args[0], not str(exc): str() of a LookupError quotes nothing, so stripping
         # quotes from it ate the closing quote of "task 'x'".
         _fail(str(exc.args[0]) if exc.args else str(exc))
@@ -156,6 +155,13 @@ def usage_line(exc) -> str:
     ctx = getattr(exc, "ctx", None)
     command = ctx.command_path if ctx is not None else "searchlake"
     return f"{message} (see: {command} --help)"
+
+
+def _question_mismatch() -> type:
+    """Imported only when an error is being handled: planning is heavy, and
+    most commands never plan."""
+    from tasks.retrieval.plan_store import QuestionMismatch
+    return QuestionMismatch
 
 
 def _fail(message: str) -> None:

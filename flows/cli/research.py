@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.table import Table
 
 from flows.cli.common import (TaskIdOpt, UserError, app, check_output_file, err, out, print_top, require_bundles,
                               settings, write_output)
@@ -27,83 +27,63 @@ def research(
     timeout: Annotated[Optional[int], typer.Option(help="Run timeout in seconds, >= 30 (PIPELINE_TIMEOUT)")] = None,
     max_target_count: Annotated[Optional[int], typer.Option(help="Cap on --target, 1-200 (PIPELINE_MAX_TARGET_COUNT)")] = None,
     max_fallback_rounds: Annotated[Optional[int], typer.Option(help="0-5 (PIPELINE_MAX_FALLBACK_ROUNDS)")] = None,
+    here: Annotated[bool, typer.Option("--here", help="Run in this process even when a `searchlake serve` is running")] = False,
 ) -> None:
     """A governed research run: plan, search in parallel, land, consolidate,
     filter, report. Exit status 0 when the run completes, 1 when it fails."""
+    from flows.research_checks import (ResearchRefused, check_library, check_prerequisites, check_question,
+                                       check_target, parse_providers, resolve_budget)
+    try:
+        check_question(question)
+        check_library(library)
+        check_target(target)
+        config = settings()  # a usable home, before a run starts
+        names = parse_providers(providers.split(",")) if providers is not None else None
+        budget = resolve_budget(timeout, max_target_count, max_fallback_rounds)
+        check_prerequisites(library, names, max_results)
+    except ResearchRefused as exc:
+        raise UserError(str(exc)) from None
+    options = dict(task_id=task_id, library=str(library.resolve()) if library else None, providers=names,
+                   max_results=max_results, target=target, demand_id=demand_id)
+    if not here:
+        from flows.cli.handoff import hand_off
+        trace_id = hand_off(config, question, options, budget)
+        if trace_id is not None:
+            raise typer.Exit(print_run_outcome(trace_id, "the run did not start"))
+    raise typer.Exit(run_here(question, options, budget))
+
+
+def run_here(question: str, options: dict, budget) -> int:
+    """Run the flow in this process (Prefect: PREFECT_API_URL, or a temporary server)."""
     # The terminal shows progress and the run summary; Prefect's own log
     # lines (a failed run's traceback among them) only when asked for.
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "CRITICAL")
-    if not question.strip():
-        raise UserError("the question is empty")
-    if library is not None and not library.is_dir():
-        raise UserError(f"library folder {str(library)!r} does not exist or is not a folder")
-    if target is not None and target < 1:
-        raise UserError(f"--target must be at least 1, not {target}")
-    settings()  # a usable home, before a run starts
-    names = parse_providers(providers)
-    budget = resolve_budget(timeout, max_target_count, max_fallback_rounds)
-    check_prerequisites(library, names, max_results)
     from flows import observer
     from flows.cli.console import TerminalObserver
+    from flows.prefect_api import PrefectUnavailable, run_flow
     from flows.research import research_flow
     run = research_flow.with_options(timeout_seconds=budget.timeout_seconds)
     with TerminalObserver(err) as watch:
         token = observer.current.set(watch)
         try:
-            state = run(question, task_id=task_id, library=str(library) if library else None, providers=names,
-                        max_results=max_results, target=target, demand_id=demand_id,
-                        budget=budget.to_dict(), return_state=True)
+            state = run_flow(run, question, budget=budget.to_dict(), **options)
+        except PrefectUnavailable as exc:
+            raise UserError(str(exc)) from None
         finally:
             observer.current.reset(token)
-    raise typer.Exit(print_run_outcome(state))
+    return print_run_outcome(str(state.state_details.flow_run_id), state.message)
 
 
-def resolve_budget(timeout, max_target_count, max_fallback_rounds):
-    from schemas.governance import BudgetError
-    from tasks.common.settings import Settings
-    try:
-        return Settings().budget({"timeout_seconds": timeout, "max_target_count": max_target_count,
-                                  "max_fallback_rounds": max_fallback_rounds},
-                                 option_names={"timeout_seconds": "--timeout", "max_target_count": "--max-target-count",
-                                               "max_fallback_rounds": "--max-fallback-rounds"})
-    except BudgetError as exc:
-        raise UserError(str(exc)) from None
-
-
-def check_prerequisites(library: Path | None, names: list[str] | None, max_results: int | None) -> None:
-    from tasks.common.settings import research_settings
-    from tasks.governance.preflight import PreflightError, preflight
-    from tasks.retrieval.providers.registry import enabled_names
-    config = research_settings(str(library) if library else None, names, max_results)
-    try:
-        preflight(config, enabled_names(config))
-    except PreflightError as exc:
-        raise UserError(str(exc)) from None
-
-
-def parse_providers(text: str | None) -> list[str] | None:
-    if text is None:
-        return None
-    from tasks.retrieval.providers.registry import validate_names
-    try:
-        names = validate_names([n.strip() for n in text.split(",") if n.strip()])
-    except ValueError as exc:
-        raise UserError(str(exc)) from None
-    if not names:
-        raise UserError("--providers names no provider")
-    return names
-
-
-def print_run_outcome(state) -> int:
+def print_run_outcome(trace_id: str, failure: str | None) -> int:
     """The run summary, the top sources and where everything is; the exit status."""
     from tasks.governance.runs import RunSummary
     config = settings()
-    summary = RunSummary.load(config, str(state.state_details.flow_run_id))
+    summary = RunSummary.load(config, trace_id)
     if summary is None:
-        err.print(f"error: the run did not start: {state.message}", markup=False, highlight=False)
+        err.print(f"error: the run did not start: {failure}", markup=False, highlight=False)
         return 1
     out.print("\n".join(summary.lines()), markup=False, highlight=False)
-    if state.is_completed():
+    if summary.status == "complete":
         print_top(summary.task_id, 10)
     out.print(f"lake: {config.lake_root}   catalog: {config.catalog_path}")
     if summary.outputs.get("report"):
@@ -118,6 +98,7 @@ def policy(
     set_: Annotated[Optional[list[str]], typer.Option("--set", help="key=value, repeatable (needs --demand-id)")] = None,
 ) -> None:
     """Show the search policies, or set fields of one demand's policy."""
+    from rich.table import Table
     from schemas.governance import PolicyError
     from tasks.lake.catalog import open_catalog
     from tasks.governance.policy import list_policies, parse_assignments, set_policy
@@ -156,13 +137,13 @@ def report(
     if not task_id:
         raise UserError("name a task with --task-id T")
     from tasks.lake.catalog import open_catalog
-    from tasks.common.llm import LLMConfig
     from tasks.reporting.report import load_report, publish_report
-    from tasks.retrieval.plan_store import selected_source_ids, stored_plan
     if output is not None:
         check_output_file(output)
     config = settings()
     if rebuild:
+        from tasks.common.llm import LLMConfig
+        from tasks.retrieval.plan_store import selected_source_ids, stored_plan
         with open_catalog(config, "report: plan", read_only=True) as catalog:
             require_bundles(catalog, task_id)
             plan, source_ids = stored_plan(catalog, task_id), selected_source_ids(catalog, task_id)
@@ -219,10 +200,33 @@ def ask(
 @app.command()
 def serve(
     host: Annotated[Optional[str], typer.Option(help="Address to bind (default 127.0.0.1)")] = None,
-    port: Annotated[Optional[int], typer.Option(help="Port (default 8765)")] = None,
+    port: Annotated[Optional[int], typer.Option(help="Port (default 8765; 0 picks a free one)")] = None,
 ) -> None:
-    """Stream research progress events as Server-Sent Events."""
-    from tasks.progress.serve import serve as run_server
+    """Serve the web page (ask, watch, read) and the progress-event stream;
+    `searchlake research` runs in this server while it is up."""
+    from flows.launcher import ResearchLauncher
+    from tasks.progress.handoff import ServeRecord, fingerprint, remove_record
+    from tasks.progress.serve import ServeError, make_server
     config = settings()
-    err.print(f"serving progress events on http://{host or config.serve_host}:{port or config.serve_port}/runs")
-    run_server(config, host, port)
+    launcher = ResearchLauncher(config)
+    try:
+        server = make_server(config, host, port, launcher)
+    except ServeError as exc:
+        raise UserError(str(exc)) from None
+    launcher.warm_up()
+    # uvicorn re-raises a caught SIGTERM once it has shut down: make that end
+    # like Ctrl-C, so the record below is removed
+    signal.signal(signal.SIGTERM, _interrupt)
+    ServeRecord(server.url, os.getpid(), fingerprint(config)).write(config)
+    err.print(f"searchlake on {server.url}/  (lake {config.lake_root}; Ctrl-C stops it)",
+              markup=False, highlight=False)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        remove_record(config, os.getpid())
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt

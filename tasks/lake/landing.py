@@ -324,7 +324,7 @@ _BUNDLE_ROWS = pa.schema([
     ("query_sort_key", pa.string()), ("query_text", pa.string()), ("query_intent", pa.string()),
     ("provider", pa.string()), ("executed_at", pa.timestamp("us", tz="UTC")), ("item_count", pa.int64()),
     ("total_returned", pa.int64()), ("kept_after_filter", pa.int64()), ("failed_count", pa.int64()),
-    ("dedup_count", pa.int64()), ("content_hash", pa.string()), ("raw_path", pa.string()),
+    ("dedup_count", pa.int64()), ("duration_ms", pa.int64()), ("content_hash", pa.string()), ("raw_path", pa.string()),
     ("results_file", pa.string()), ("source_file", pa.string()), ("landing_seq", pa.int64()),
 ])
 
@@ -337,7 +337,7 @@ def _bundle_rows(cands: list[ReadyBundle], results_files: dict[str, tuple[str, i
         records.append((
             cand.uid, h.task_id, h.query_id, natural_sort_key(h.query_id), h.query_text, h.query_intent,
             h.provider, h.executed_at, h.item_count, h.total_returned, h.kept_after_filter,
-            h.failed_count, h.dedup_count, cand.content_hash,
+            h.failed_count, h.dedup_count, h.duration_ms, cand.content_hash,
             Lake.raw_key(h.task_id, h.query_id, cand.content_hash), results_files[h.task_id][0],
             cand.source, seq,
         ))

@@ -88,13 +88,14 @@ class BundleHeader:
     kept_after_filter: int
     failed_count: int
     dedup_count: int
+    duration_ms: int | None = None
 
     @classmethod
     def of(cls, bundle: SearchResultBundle) -> "BundleHeader":
         s = bundle.stats
         return cls(bundle.task_id, bundle.query_id, bundle.query_text, bundle.query_intent,  # type: ignore[arg-type]
                    bundle.provider, bundle.executed_at, len(bundle.results), s.total_returned,
-                   s.kept_after_filter, s.failed_count, s.dedup_count)
+                   s.kept_after_filter, s.failed_count, s.dedup_count, s.duration_ms)
 
 
 @dataclass
@@ -310,7 +311,7 @@ def _fast_candidate(sub: Submission, default_task_id: str | None) -> ReadyBundle
     header = BundleHeader(
         task_id, doc["query_id"], doc["query_text"], doc.get("query_intent"), doc["provider"],
         executed_at, items.num_rows, stats.get("total_returned", 0), stats.get("kept_after_filter", 0),
-        stats.get("failed_count", 0), stats.get("dedup_count", 0))
+        stats.get("failed_count", 0), stats.get("dedup_count", 0), stats.get("duration_ms"))
     return ReadyBundle(sub.source, sub.raw, None, hashlib.sha256(sub.raw).hexdigest(), header, items)
 
 

@@ -10,11 +10,11 @@ with the same key layout.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import threading
-import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -60,6 +60,13 @@ def list_runs(root: Path) -> list[RunEvents]:
             stat = path.stat()
             found.append(RunEvents(match["task_id"], match["run_id"], path, stat.st_size, stat.st_mtime))
     return sorted(found, key=lambda r: r.modified, reverse=True)
+
+
+def runs_of_task(root: Path, task_id: str) -> list[str]:
+    """The run ids of one task that have an events file."""
+    task_id = check_identifier(task_id)
+    return [path.parent.name.split("=", 1)[-1]
+            for path in root.glob(Lake.run_key(task_id, "*", EVENTS_FILE)) if path.is_file()]
 
 
 # -- writing ------------------------------------------------------------------
@@ -180,6 +187,10 @@ class ProgressTracker:
         self.partial[self._step(step_type).step_type] = min(1.0, max(0.0, fraction))
         return self._emit_step(step_type, "progress", chunk=chunk, metadata=metadata)
 
+    def note(self, step_type: str, metadata: dict) -> ProgressEvent:
+        """A progress event that moves nothing, e.g. a gate's verdict inside a step."""
+        return self._emit_step(step_type, "progress", metadata=metadata)
+
     def complete(self, step_type: str, result: Any = None, metadata: dict | None = None) -> ProgressEvent:
         self.done.add(self._step(step_type).step_type)
         return self._emit_step(step_type, "complete", result=result, metadata=metadata)
@@ -199,19 +210,26 @@ class ProgressTracker:
         return self._emit(PIPELINE, PIPELINE, self.label, "error", error=error, metadata=metadata)
 
 
-def follow_lines(handle, stop: Callable[[], bool], poll: float = 0.1) -> Iterator[str | None]:
-    """Complete lines of a file that is still being written, as they appear.
-    Yields None while waiting (so the caller can send keep-alives or notice a
-    gone client) and ends when `stop()` says so. A partial last line is held
-    back until its newline arrives."""
+async def follow_events(handle, *, follow: bool, poll: float = 0.1) -> AsyncIterator[tuple[str, ProgressEvent]]:
+    """The events of a run's log as (line, event), from the first; with
+    `follow`, keeps reading a log that is still being written until the run's
+    terminal event. A partial last line is held back until its newline
+    arrives; a torn or foreign line is skipped, never ends the stream."""
     pending = ""
-    while not stop():
+    while True:
         chunk = handle.readline()
         if not chunk:
-            yield None
-            time.sleep(poll)
+            if not follow:
+                return
+            await asyncio.sleep(poll)
             continue
         pending += chunk
-        if pending.endswith("\n"):
-            line, pending = pending, ""
-            yield line
+        if not pending.endswith("\n"):
+            continue
+        line, pending = pending.strip(), ""
+        event = parse_line(line)
+        if event is None:
+            continue
+        yield line, event
+        if event.is_terminal:
+            return

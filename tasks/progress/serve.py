@@ -1,171 +1,170 @@
-"""`searchlake serve`: follow runs' progress events over Server-Sent Events.
+"""`searchlake serve`: the web page and the progress-event API on one server.
 
-    GET /health                          {"status": "ok"}
-    GET /runs                            runs that have an events file
-    GET /runs/{task_id}/{run_id}/events  text/event-stream of the run's events
+    GET  /health                          {"status": "ok", "home": ...}
+    GET  /runs                            runs that have an events file (JSON)
+    GET  /runs/{task_id}/{run_id}/events  text/event-stream of the run's events
+    and the pages of tasks/progress/web/app.py.
 
 The stream sends each JSONL line of the run's log as `id: N` + `data: {json}`
 and keeps following the file until the run's terminal event (the pipeline's
 complete or error) or until the client goes away. `Last-Event-ID` resumes
-after the N-th event; `?follow=0` sends what is there and closes.
+after the N-th event (a browser's EventSource sends it when it reconnects);
+`?follow=0` sends what is there and closes. Streams read the JSONL file only:
+the catalog is never held while a stream is open.
 
-Built on the standard library's ThreadingHTTPServer rather than
-starlette/uvicorn: it serves a few local followers, a thread per stream is
-cheap at that scale, following a growing file is plain blocking I/O, and a
-test can start it on port 0 in a thread without an event loop. There is no
-authentication, so it binds to 127.0.0.1 unless told otherwise.
+Starlette (with sse-starlette for the stream) under uvicorn. There is no
+authentication, so it binds to 127.0.0.1 unless told otherwise, refuses
+requests whose Host is not the server's own (DNS rebinding) and form posts
+from other sites.
 """
 
 from __future__ import annotations
 
-import json
 import logging
+import socket
 import threading
-import time
 from datetime import datetime, timezone
-from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from ipaddress import ip_address
 from pathlib import Path
-from urllib.parse import parse_qs, unquote, urlsplit
+
+import uvicorn
+from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
 
 from tasks.common.settings import Settings
 from tasks.lake.files import run_logs_root
-from tasks.progress.events import events_path, follow_lines, list_runs, parse_line
+from tasks.progress.events import events_path, follow_events, list_runs
+from tasks.progress.web.app import Launcher, page_routes, protect
 
 log = logging.getLogger(__name__)
 KEEPALIVE_SECONDS = 15.0
 POLL_SECONDS = 0.1
 
 
-class EventServer(ThreadingHTTPServer):
-    daemon_threads = True  # a stream left open must not keep the process alive
+class ServeError(RuntimeError):
+    """The server cannot start (bad port, address in use): one line for the user."""
 
-    def __init__(self, address: tuple[str, int], root: Path, *, poll: float = POLL_SECONDS,
-                 keepalive: float = KEEPALIVE_SECONDS):
-        self.root = root
-        self.poll = poll
-        self.keepalive = keepalive
-        self.stopping = threading.Event()
-        super().__init__(address, EventHandler)
 
-    def shutdown(self) -> None:
-        # Streams poll this flag, so open followers end instead of holding threads.
-        self.stopping.set()
-        super().shutdown()
+def build_app(settings: Settings, launcher: Launcher | None = None, *, poll: float = POLL_SECONDS,
+              keepalive: float = KEEPALIVE_SECONDS, allowed_hosts: list[str] | None = None) -> Starlette:
+    root = run_logs_root(settings)
+
+    def health(request: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok", "home": str(settings.home)})
+
+    def runs(request: Request) -> JSONResponse:
+        return JSONResponse({"runs": [
+            {"task_id": r.task_id, "run_id": r.run_id, "events": f"/runs/{r.task_id}/{r.run_id}/events",
+             "size": r.size, "modified": datetime.fromtimestamp(r.modified, timezone.utc).isoformat()}
+            for r in list_runs(root)]})
+
+    async def events(request: Request):
+        task_id, run_id = request.path_params["task_id"], request.path_params["run_id"]
+        try:
+            path = events_path(root, task_id, run_id)  # checks both ids first: they become path parts
+        except ValueError as exc:
+            return JSONResponse({"error": f"invalid run id: {exc}"}, status_code=400)
+        skip = request.headers.get("last-event-id", "0").strip() or "0"
+        if not skip.isdigit():
+            return JSONResponse({"error": "Last-Event-ID must be the number of an event"}, status_code=400)
+        if not path.is_file():
+            return JSONResponse({"error": f"no events for run {task_id}/{run_id}"}, status_code=404)
+        follow = request.query_params.get("follow", "1") not in ("0", "false")
+        return EventSourceResponse(_numbered(path, int(skip), follow, poll), ping=keepalive,
+                                   headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+    routes = [Route("/health", health), Route("/runs", runs),
+              Route("/runs/{task_id}/{run_id}/events", events), *page_routes(settings, launcher)]
+    return protect(Starlette(routes=routes), allowed_hosts or ["127.0.0.1", "localhost"])
+
+
+async def _numbered(path: Path, skip: int, follow: bool, poll: float):
+    with open(path, encoding="utf-8") as handle:
+        number = 0
+        async for line, _ in follow_events(handle, follow=follow, poll=poll):
+            number += 1
+            if number > skip:
+                yield ServerSentEvent(data=line, id=str(number))
+
+
+# -- running it ---------------------------------------------------------------
+
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket, or one line saying why not (port 0 picks a free port)."""
+    if not 0 <= port <= 65535:
+        raise ServeError(f"--port must be between 0 and 65535, not {port}")
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise ServeError(f"cannot serve on {host!r}: {exc.strerror}") from None
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        raise ServeError(f"cannot serve on {host}:{port}: {exc.strerror}") from None
+    sock.listen(128)
+    return sock
+
+
+def allowed_hosts_for(host: str) -> list[str]:
+    if _is_wildcard(host):
+        return ["*"]
+    return sorted({"127.0.0.1", "localhost", host})
+
+
+class WebServer:
+    """uvicorn serving the app on an already bound socket, in this thread
+    (`serve_forever`) or in a background one (`start`/`stop`, for tests)."""
+
+    def __init__(self, app: Starlette, sock: socket.socket):
+        self.sock = sock
+        self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off",
+                                                    timeout_graceful_shutdown=1))
+        self.thread: threading.Thread | None = None
 
     @property
     def url(self) -> str:
-        host, port = self.server_address[:2]
+        host, port = self.sock.getsockname()[:2]
         return f"http://{host}:{port}"
 
+    def serve_forever(self) -> None:
+        self.server.run(sockets=[self.sock])
 
-class BadRequest(Exception):
-    pass
+    def start(self) -> "WebServer":
+        self.thread = threading.Thread(target=self.serve_forever, daemon=True, name="searchlake-serve")
+        self.thread.start()
+        while not self.server.started and self.thread.is_alive():
+            self.thread.join(0.02)
+        return self
 
+    def stop(self) -> None:
+        self.server.should_exit = True
+        if self.thread is not None:
+            self.thread.join(timeout=10)
+        self.sock.close()
 
-class EventHandler(BaseHTTPRequestHandler):
-    server: EventServer
-    server_version = "searchlake"
+    def __enter__(self) -> "WebServer":
+        return self.start()
 
-    def log_message(self, format: str, *args) -> None:  # noqa: A002 - stdlib signature
-        log.debug("%s %s", self.address_string(), format % args)
-
-    def do_GET(self) -> None:  # noqa: N802 - stdlib name
-        url = urlsplit(self.path)
-        # Split before unquoting: an encoded '/' must stay inside its segment,
-        # where the identifier check refuses it.
-        parts = [unquote(p) for p in url.path.split("/")[1:]]
-        query = parse_qs(url.query)
-        try:
-            if parts == ["health"]:
-                self._json(HTTPStatus.OK, {"status": "ok"})
-            elif parts == ["runs"]:
-                self._json(HTTPStatus.OK, {"runs": self._runs()})
-            elif len(parts) == 4 and parts[0] == "runs" and parts[3] == "events":
-                self._stream(parts[1], parts[2], follow=query.get("follow", ["1"])[0] not in ("0", "false"))
-            else:
-                self._json(HTTPStatus.NOT_FOUND, {"error": "not found"})
-        except BadRequest as exc:
-            self._json(HTTPStatus.BAD_REQUEST, {"error": str(exc)})
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client left; nothing to answer
-
-    # -- responses
-    def _json(self, status: HTTPStatus, doc: dict) -> None:
-        body = json.dumps(doc, ensure_ascii=False).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def _runs(self) -> list[dict]:
-        return [{"task_id": r.task_id, "run_id": r.run_id, "events": f"/runs/{r.task_id}/{r.run_id}/events",
-                 "size": r.size, "modified": datetime.fromtimestamp(r.modified, timezone.utc).isoformat()}
-                for r in list_runs(self.server.root)]
-
-    def _stream(self, task_id: str, run_id: str, *, follow: bool) -> None:
-        path = self._run_path(task_id, run_id)
-        if not path.is_file():
-            self._json(HTTPStatus.NOT_FOUND, {"error": f"no events for run {task_id}/{run_id}"})
-            return
-        skip = self._last_event_id()
-        self.send_response(HTTPStatus.OK)
-        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("X-Accel-Buffering", "no")  # proxies must not hold events back
-        self.end_headers()
-        with open(path, encoding="utf-8") as handle:
-            self._send_events(handle, skip, follow)
-
-    def _run_path(self, task_id: str, run_id: str) -> Path:
-        try:
-            return events_path(self.server.root, task_id, run_id)  # checks both ids first
-        except ValueError as exc:
-            raise BadRequest(f"invalid run id: {exc}") from None
-
-    def _last_event_id(self) -> int:
-        value = self.headers.get("Last-Event-ID", "0").strip() or "0"
-        if not value.isdigit():
-            raise BadRequest("Last-Event-ID must be the number of an event")
-        return int(value)
-
-    def _send_events(self, handle, skip: int, follow: bool) -> None:
-        number, finished = 0, False
-        last_write = time.monotonic()
-
-        def stop() -> bool:
-            return finished or self.server.stopping.is_set()
-
-        lines = follow_lines(handle, stop, self.server.poll) if follow else iter(handle)
-        for line in lines:
-            if line is None:  # waiting for the run: keep the connection visibly alive
-                if time.monotonic() - last_write >= self.server.keepalive:
-                    self._write(": keep-alive\n\n")
-                    last_write = time.monotonic()
-                continue
-            event = parse_line(line)
-            if event is None:
-                continue  # a torn or foreign line must not end everyone's stream
-            number += 1
-            finished = event.is_terminal
-            if number > skip:
-                self._write(f"id: {number}\ndata: {line.strip()}\n\n")
-                last_write = time.monotonic()
-
-    def _write(self, text: str) -> None:
-        self.wfile.write(text.encode("utf-8"))
-        self.wfile.flush()
+    def __exit__(self, *exc) -> None:
+        self.stop()
 
 
-def make_server(settings: Settings, host: str | None = None, port: int | None = None, **options) -> EventServer:
-    """The server, bound but not yet serving (port 0 picks a free port)."""
+def make_server(settings: Settings, host: str | None = None, port: int | None = None,
+                launcher: Launcher | None = None, **options) -> WebServer:
+    """The server, bound but not yet serving."""
     host = host or settings.serve_host
     port = settings.serve_port if port is None else port
+    sock = bind(host, port)
     if not _is_loopback(host):
-        log.warning("serving progress events on %s without authentication", host)
-    return EventServer((host, port), run_logs_root(settings), **options)
+        log.warning("serving on %s without authentication", host)
+    return WebServer(build_app(settings, launcher, allowed_hosts=allowed_hosts_for(host), **options), sock)
 
 
 def _is_loopback(host: str) -> bool:
@@ -175,14 +174,5 @@ def _is_loopback(host: str) -> bool:
         return host == "localhost"
 
 
-def serve(settings: Settings, host: str | None = None, port: int | None = None) -> None:
-    """Serve until interrupted (Ctrl-C)."""
-    server = make_server(settings, host, port)
-    print(f"serving progress events of {server.root} at {server.url}/runs", flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.stopping.set()
-        server.server_close()
+def _is_wildcard(host: str) -> bool:
+    return host in ("0.0.0.0", "::", "")

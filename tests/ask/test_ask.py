@@ -463,3 +463,14 @@ def test_the_catalog_is_free_while_openrouter_answers(ask_settings, lake):
                  client=httpx.Client(transport=httpx.MockTransport(answer_while_probing)))
     assert seen == [0] and result.status == "ok"
     assert lake.count("ask_messages") == 1
+
+
+def test_an_answer_echoing_the_key_is_stored_without_it(ask_settings, lake):
+    echoed = completion(content=f"You sent Authorization: Bearer {KEY} and asked about DuckDB.")
+    result = run_ask(ask_settings, FakeOpenRouter(ok(echoed)))
+    assert KEY not in result.answer and "asked about DuckDB" in result.answer
+    [row] = message_rows(lake)
+    assert KEY not in row["answer"]
+    for path in Path(ask_settings.lake_root).rglob("*"):
+        if path.is_file():
+            assert KEY.encode() not in path.read_bytes(), path

@@ -308,26 +308,24 @@ def test_filter_sufficiency_falls_back_to_a_new_search_round(research, cli):
     # the fallback round's queries joined the stored plan and landed
     planned = research.planned_calls("thin", ["library"])
     trace = research.jsonl("thin", result["trace_id"], "trace.jsonl")
-    (fallback,) = stage_lines(trace, "fallback_search")
     (first,) = stage_lines(trace, "search")
+    (fallback,) = stage_lines(trace, "fallback_search")
     assert fallback["detail"]["searches"] == len(planned) - first["detail"]["searches"] > 0
-    # the first round's queries also went deeper (ids ending .n20) before the completeness gate
-    landed = research.landed("thin")
-    assert {c.query.query_id for c in planned} <= landed
-    assert all(query_id.endswith(".n20") for query_id in landed - {c.query.query_id for c in planned})
+    # every planned query landed; anything else that landed is a planned query asked deeper (q1.library.n20)
+    planned_ids, landed = {c.query.query_id for c in planned}, research.landed("thin")
+    assert planned_ids <= landed and all(q.rsplit(".n", 1)[0] in planned_ids for q in landed)
 
 
 # -- (f) the budget's timeout ----------------------------------------------------------
 
 def test_timeout_ends_the_run_and_keeps_what_landed(research):
-    """Two searches answer at once, the third hangs past the flow's timeout
+    """One search answers at once, the next hangs past the flow's timeout
     (the CLI sets it from --timeout / PIPELINE_TIMEOUT, minimum 30 s; here
     the flow is called with a 4 s timeout directly). The run is recorded as
     timed_out the moment the budget runs out; the hung request itself cannot
     be interrupted (sync I/O in a worker thread), so it is released later."""
-    web = FakeWeb(hold_after=2)
+    web = FakeWeb(hold_after=1)
     research.online(web, "tavily")
-    research.monkeypatch.setenv("SEARCHLAKE_MAX_QUERIES_PER_INTENT", "2")  # four searches: the third hangs
     release = threading.Timer(6, web.release.set)
     release.start()
     try:

@@ -1,0 +1,162 @@
+"""How long the interactive commands take as whole processes, against the
+work they do, in one run on one machine.
+
+    .venv/bin/python bench/interactive.py [--repeat 3]
+
+For each command, the median of --repeat runs of:
+  * research: `searchlake research` on the embedded default (the Python
+    documentation library) while a `searchlake serve` runs (the run is handed
+    to it), and with --here (this process runs the flow: Prefect's temporary
+    server); its work is the run's own stage time (runs.elapsed_seconds);
+  * sql, report: the command as a process; its work is the same call
+    (open the catalog, run the query / load the report) timed in this process;
+  * ask: the command against a fake OpenRouter on 127.0.0.1; its work is the
+    same ask() timed in this process against the same endpoint.
+Everything runs against a fresh SEARCHLAKE_HOME and PREFECT_HOME in a temp folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+QUESTION = "How does Python's garbage collector handle reference cycles?"
+COMPLETION = {"id": "gen-1", "object": "chat.completion", "model": "openai/gpt-4o-mini",
+              "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                  "role": "assistant", "content": "Reference cycles are found by the cyclic collector.",
+                  "annotations": [{"type": "url_citation", "url_citation": {
+                      "url": "https://docs.python.org/3/library/gc.html", "title": "gc", "start_index": 0,
+                      "end_index": 10}}]}}],
+              "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20, "cost": 0.0001}}
+
+
+class FakeOpenRouter(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:  # noqa: N802
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        body = json.dumps(COMPLETION).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+def timed(command: list[str], env: dict) -> tuple[float, subprocess.CompletedProcess]:
+    started = time.perf_counter()
+    done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    return time.perf_counter() - started, done
+
+
+def searchlake(*args: str) -> list[str]:
+    return [sys.executable, "-m", "flows.cli", *args]
+
+
+def run_elapsed(home: Path, stdout: str) -> float:
+    from tasks.common.settings import Settings
+    from tasks.lake.catalog import open_catalog
+    trace = next(line.split()[-1] for line in stdout.splitlines() if line.startswith("trace id:"))
+    with open_catalog(Settings(home=home), "bench", read_only=True) as catalog:
+        return catalog.con.execute("SELECT elapsed_seconds FROM runs WHERE trace_id = ?", [trace]).fetchone()[0]
+
+
+def in_process(work) -> float:
+    started = time.perf_counter()
+    work()
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="searchlake-interactive-"))
+    home = tmp / "home"
+    (tmp / "prefect").mkdir()
+    router = ThreadingHTTPServer(("127.0.0.1", 0), FakeOpenRouter)
+    threading.Thread(target=router.serve_forever, daemon=True).start()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SEARCHLAKE_", "PREFECT_", "PIPELINE_"))}
+    env.update(SEARCHLAKE_HOME=str(home), PREFECT_HOME=str(tmp / "prefect"), PREFECT_SERVER_ANALYTICS_ENABLED="false",
+               OPENROUTER_API_KEY="sk-or-bench", OPENROUTER_BASE_URL=f"http://127.0.0.1:{router.server_address[1]}/api/v1")
+    os.environ.update(env)
+    rows: dict[str, list[tuple[float, float]]] = {}
+
+    def record(name: str, whole: float, work: float) -> None:
+        rows.setdefault(name, []).append((whole, work))
+        print(f"  {name}: process {whole:.2f} s, work {work:.2f} s, ratio {whole / work:.2f}", flush=True)
+
+    server = subprocess.Popen(searchlake("serve", "--port", "0"), env=env, cwd=ROOT,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        while not (home / "serve.json").exists():
+            time.sleep(0.1)
+        # the server's first run waits for its Prefect start-up: not counted
+        print("warming up the server (its first run, not counted)", flush=True)
+        timed(searchlake("research", QUESTION, "--task-id", "warm-up"), env)
+        for i in range(args.repeat):
+            whole, done = timed(searchlake("research", QUESTION, "--task-id", f"served-{i}"), env)
+            assert done.returncode == 0 and "running in searchlake serve" in done.stderr, done.stderr
+            record("research (serve running)", whole, run_elapsed(home, done.stdout))
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+    for i in range(args.repeat):
+        whole, done = timed(searchlake("research", QUESTION, "--task-id", f"here-{i}", "--here"), env)
+        assert done.returncode == 0, done.stderr
+        record("research --here (temporary Prefect server)", whole, run_elapsed(home, done.stdout))
+
+    from schemas.ask import AskOptions
+    from tasks.ask.single_shot import ask
+    from tasks.common.settings import Settings
+    from tasks.lake.catalog import open_catalog
+    from tasks.lake.query import run_analyst_query
+    from tasks.reporting.report import load_report
+    settings = Settings()
+    query = "select provider, count(*) from results group by 1"
+
+    def sql_work() -> None:
+        with open_catalog(settings, "bench", read_only=True) as catalog:
+            run_analyst_query(catalog, query)
+
+    def report_work() -> None:
+        with open_catalog(settings, "bench", read_only=True) as catalog:
+            load_report(catalog, "served-0", "md")
+
+    def ask_work() -> None:
+        ask(settings, "What finds reference cycles?", AskOptions(task_id="ask-bench"))
+
+    for i in range(args.repeat):
+        whole, done = timed(searchlake("sql", query), env)
+        assert done.returncode == 0, done.stderr
+        record("sql", whole, in_process(sql_work))
+        whole, done = timed(searchlake("report", "--task-id", "served-0"), env)
+        assert done.returncode == 0, done.stderr
+        record("report", whole, in_process(report_work))
+        whole, done = timed(searchlake("ask", "What finds reference cycles?", "--task-id", "ask-bench"), env)
+        assert done.returncode == 0, done.stderr
+        record("ask (fake endpoint)", whole, in_process(ask_work))
+
+    print(f"\nmedian of {args.repeat} runs; load average {os.getloadavg()[0]:.1f} at the end\n")
+    print("| command | whole process (s) | its own work (s) | ratio |")
+    print("|---|---|---|---|")
+    for name, pairs in rows.items():
+        whole = statistics.median(p[0] for p in pairs)
+        work = statistics.median(p[1] for p in pairs)
+        print(f"| {name} | {whole:.2f} | {work:.2f} | {whole / work:.2f}× |")
+    router.shutdown()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,87 @@
+"""`searchlake research` through a running `searchlake serve`: the run starts
+in that long-lived process (Prefect already imported and reachable), and this
+command follows the run's events file — the same lake, so the same disk — to
+draw the terminal progress, then prints the summary as a local run does."""
+
+from __future__ import annotations
+
+import time
+
+from flows.cli.common import UserError, err
+from tasks.common.settings import Settings
+
+HANDOFF_TIMEOUT = 300.0  # s for the server to start the run (Prefect may be starting there)
+
+
+def hand_off(config: Settings, question: str, options: dict, budget) -> str | None:
+    """The trace id of a run started in a running server of this home, None
+    when there is no such server (or it runs with other settings)."""
+    from tasks.progress.handoff import ServeRecord, fingerprint
+    record = ServeRecord.read(config)
+    if record is None:
+        return None
+    import httpx
+    body = {"question": question, **options, "fingerprint": fingerprint(config),
+            "budget": {"timeout": budget.timeout_seconds, "max_target_count": budget.max_target_count,
+                       "max_fallback_rounds": budget.max_fallback_rounds}}
+    try:
+        response = httpx.post(f"{record.url}/api/research", json=body,
+                              timeout=httpx.Timeout(HANDOFF_TIMEOUT, connect=2.0))
+    except httpx.HTTPError:
+        return None  # not answering: run here
+    if response.status_code == 409:
+        err.print(f"the searchlake serve at {record.url} runs with other settings: running here",
+                  markup=False, highlight=False)
+        return None
+    if response.status_code in (404, 405):
+        return None  # an older or a read-only server: run here
+    doc = response.json()
+    if response.status_code != 200:
+        raise UserError(doc.get("error", f"the server at {record.url} refused the run"))
+    err.print(f"running in searchlake serve at {record.url} (watch it at {record.url}/tasks/{doc['task_id']}/runs/"
+              f"{doc['run_id']})", markup=False, highlight=False)
+    follow_in_terminal(config, doc["task_id"], doc["run_id"], record.pid)
+    return doc["run_id"]
+
+
+def follow_in_terminal(config: Settings, task_id: str, run_id: str, server_pid: int) -> None:
+    """Draw the run's events as the local terminal view does, until its last
+    event (or until the server running it is gone)."""
+    from flows.cli.console import TerminalObserver
+    from tasks.progress.handoff import alive
+    from tasks.lake.files import run_logs_root
+    from tasks.progress.events import events_path, parse_line
+    path = events_path(run_logs_root(config), task_id, run_id)
+    with TerminalObserver(err) as watch, open(path, encoding="utf-8") as handle:
+        planned = False
+        pending = ""
+        while True:
+            chunk = handle.readline()
+            if not chunk:
+                if not alive(server_pid):
+                    raise UserError(f"the searchlake serve process running {task_id} stopped; "
+                                    f"run again with --task-id {task_id} to resume")
+                time.sleep(0.05)
+                continue
+            pending += chunk
+            if not pending.endswith("\n"):
+                continue
+            event, pending = parse_line(pending), ""
+            if event is None:
+                continue
+            metadata = event.payload.metadata or {}
+            if event.is_terminal:
+                return
+            if event.step_type == "pipeline":
+                for line in metadata.get("plan", []):
+                    watch.note(line)
+            elif "gate" in metadata:
+                if metadata["outcome"] != "pass":
+                    watch.note(f"gate {metadata['gate']}: {metadata['outcome']} — {metadata['reason']}")
+            elif event.status == "start":
+                watch.step(event.step_type, event.label)
+            elif "provider" in metadata and "total" in metadata:
+                if not planned:
+                    watch.searches_planned(metadata["total"])
+                    planned = True
+                watch.search_done(metadata["provider"], metadata["query_id"], metadata["items"], metadata["failed"])

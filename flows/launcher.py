@@ -1,0 +1,120 @@
+"""Starts research runs and single-shot answers for the web page and for
+`searchlake research` when it hands its run to a running `searchlake serve`.
+
+A research run is the same Prefect flow the command line runs, called in a
+thread of this long-lived process: Prefect and the rest are imported once,
+and the Prefect API (PREFECT_API_URL, or the temporary server Prefect starts
+for this process) is reached once, not once per run."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from flows.research_checks import (ResearchRefused, check_library, check_prerequisites, check_question,
+                                   check_target, parse_providers, resolve_budget)
+from tasks.common.settings import Settings
+from tasks.lake.files import run_logs_root
+from tasks.progress.events import runs_of_task
+from tasks.progress.web.app import LaunchRefused
+
+
+class ResearchLauncher:
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self._errors: dict[str, str] = {}
+        self._threads: dict[str, threading.Thread] = {}
+        self._lock = threading.Lock()
+        # Prefect's temporary server is a per-process singleton that two
+        # threads must not start at once: runs wait for the warm-up to end.
+        self._api_ready = threading.Event()
+        self._api_ready.set()
+
+    # -- what the page offers
+    def providers(self) -> list[str]:
+        from tasks.retrieval.providers.registry import PROVIDER_NAMES
+        return list(PROVIDER_NAMES)
+
+    def can_ask(self) -> bool:
+        return self.settings.openrouter_api_key is not None
+
+    # -- research
+    def research(self, question: str, providers: list[str] | None, library: str | None, target: int | None,
+                 task_id: str | None = None, max_results: int | None = None, demand_id: str = "default",
+                 budget: dict | None = None) -> str:
+        """Check the request, start the run in a thread, return its task id."""
+        from flows.research import new_task_id
+        try:
+            check_question(question)
+            folder = check_library(Path(library).expanduser() if library else None)
+            check_target(target)
+            names = parse_providers(providers)
+            resolved = resolve_budget(**(budget or {}))
+            check_prerequisites(folder, names, max_results)
+        except ResearchRefused as exc:
+            raise LaunchRefused(str(exc)) from None
+        task_id = task_id or new_task_id(question)
+        with self._lock:
+            running = self._threads.get(task_id)
+            if running is not None and running.is_alive():
+                raise LaunchRefused(f"task {task_id} is already running")
+            thread = threading.Thread(
+                target=self._run, name=f"research {task_id}", daemon=True,
+                args=(question, task_id, str(folder) if folder else None, names, max_results, target, demand_id,
+                      resolved))
+            self._threads[task_id] = thread
+            self._errors.pop(task_id, None)
+        thread.start()
+        return task_id
+
+    def _run(self, question, task_id, library, names, max_results, target, demand_id, budget) -> None:
+        from flows.prefect_api import PrefectUnavailable, run_flow
+        from flows.research import research_flow
+        flow = research_flow.with_options(timeout_seconds=budget.timeout_seconds)
+        self._api_ready.wait()
+        try:
+            state = run_flow(flow, question, task_id=task_id, library=library, providers=names,
+                             max_results=max_results, target=target, demand_id=demand_id, budget=budget.to_dict())
+        except PrefectUnavailable as exc:
+            self._errors[task_id] = str(exc)
+            return
+        except Exception as exc:  # the run's own record says what failed once it has started
+            state = None
+            message = f"{type(exc).__name__}: {exc}".splitlines()[0]
+        else:
+            message = state.message or "the run failed"
+        if (state is None or not state.is_completed()) and not self._has_events(task_id):
+            self._errors[task_id] = message
+
+    def _has_events(self, task_id: str) -> bool:
+        return bool(runs_of_task(run_logs_root(self.settings), task_id))
+
+    def launch_error(self, task_id: str) -> str | None:
+        """Why a run started here ended before writing its first event."""
+        return self._errors.get(task_id)
+
+    # -- ask
+    def ask(self, question: str) -> str:
+        from schemas.ask import AskOptions
+        from tasks.ask.single_shot import AskError, ask
+        try:
+            result = ask(self.settings, question, AskOptions())
+        except AskError as exc:
+            raise LaunchRefused(str(exc)) from None
+        return result.task_id
+
+    def warm_up(self) -> None:
+        """Import the flow and reach the Prefect API now, in the background,
+        so the first run started here does not wait for them."""
+        def warm() -> None:
+            try:
+                from flows.prefect_api import PrefectUnavailable, reach_api
+                import flows.research  # noqa: F401
+                try:
+                    reach_api()
+                except PrefectUnavailable:
+                    pass  # the first run reports it
+            finally:
+                self._api_ready.set()
+        self._api_ready.clear()
+        threading.Thread(target=warm, name="prefect warm-up", daemon=True).start()

@@ -1,0 +1,88 @@
+"""What the web pages show, read from the lake in one short read-only catalog
+session per page: the session is closed before the page is rendered, and no
+page holds the catalog while a stream is open."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from schemas.report import ResearchReport
+from tasks.common.settings import Settings
+from tasks.lake.catalog import open_catalog
+from tasks.progress.web import charts
+from tasks.reporting.report import ReportNotFound, load_report
+
+RUNS_SHOWN = 50
+SOURCES_SHOWN = 200
+
+
+def _records(catalog, name: str, params: list) -> list[dict[str, Any]]:
+    cursor = catalog.run(name, params)
+    columns = [d[0] for d in cursor.description]
+    return [dict(zip(columns, row)) for row in cursor.fetchall()]
+
+
+@dataclass
+class HomePage:
+    runs: list[dict]
+    asks: list[dict]
+
+
+def home_page(settings: Settings) -> HomePage:
+    with open_catalog(settings, "serve: runs list", read_only=True) as catalog:
+        return HomePage(_records(catalog, "web_runs", [RUNS_SHOWN]), _records(catalog, "web_asks", [RUNS_SHOWN]))
+
+
+@dataclass
+class Answer:
+    """A single-shot answer with its citations (numbered from 1)."""
+
+    message: dict
+    citations: list[dict]
+
+
+@dataclass
+class TaskPage:
+    task_id: str
+    report: ResearchReport | None
+    runs: list[dict]
+    sources: list[dict]
+    drops: list[dict]
+    answers: list[Answer]
+    charts: list[charts.Chart] = field(default_factory=list)
+
+    @property
+    def scores(self) -> dict[str, dict]:
+        return {s["source_id"]: s for s in self.sources}
+
+    @property
+    def summary(self) -> list[str]:
+        """The report's answer: the bullets of its first outline section."""
+        if self.report is None or not self.report.outline:
+            return []
+        return self.report.outline[0].bullets
+
+
+class UnknownTaskPage(LookupError):
+    """No run, bundle or answer names this task."""
+
+
+def task_page(settings: Settings, task_id: str) -> TaskPage:
+    with open_catalog(settings, "serve: task page", read_only=True) as catalog:
+        if not catalog.rows("web_task_known", [task_id])[0][0]:
+            raise UnknownTaskPage(task_id)
+        try:
+            report = ResearchReport.model_validate_json(load_report(catalog, task_id, "json"))
+        except ReportNotFound:
+            report = None
+        answers = [Answer(message, _records(catalog, "web_message_citations", [message["message_id"]]))
+                   for message in _records(catalog, "web_task_asks", [task_id])]
+        page = TaskPage(task_id, report, _records(catalog, "web_task_runs", [task_id]),
+                        _records(catalog, "web_task_sources", [task_id, SOURCES_SHOWN]),
+                        _records(catalog, "web_task_drops", [task_id]), answers)
+        per_provider = catalog.rows("web_provider_sources", [task_id])
+        calls = _records(catalog, "web_provider_calls", [task_id])
+        bins = dict(catalog.rows("web_score_bins", [task_id]))
+    page.charts = charts.task_charts(per_provider, calls, bins)
+    return page

@@ -1,0 +1,193 @@
+"""The web page of `searchlake serve` in a real browser (Debian's Chromium,
+driven by Playwright): start a research from the form and watch its timeline
+reach complete, read the report and follow a citation chip, see the "no
+citations" marker, follow a run live from two tabs and after a reload, and a
+hostile source title that stays text. The server, the research flow (real
+Prefect engine), the lake and the ask client are the real code; OpenRouter is
+a fake on 127.0.0.1."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from tests.progress.web_helpers import Page, browser, completion, fake_openrouter  # noqa: F401 (fixture)
+from tests.research_helpers import BUDGET_ENV, PROVIDER_KEYS, QUESTION, write_library
+
+from flows.launcher import ResearchLauncher
+from flows.run_view import STEPS
+from tasks.common.settings import Settings
+from tasks.progress.events import EventLog, ProgressTracker
+from tasks.progress.serve import make_server
+
+RUN_PAGE = re.compile(r"/tasks/[^/]+/runs/[^/#]+$")
+TASK_PAGE = re.compile(r"/tasks/[^/]+$")
+
+
+class Web:
+    def __init__(self, server, router, library, settings):
+        self.server, self.router, self.library, self.settings = server, router, library, settings
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+
+@pytest.fixture
+def web(settings, monkeypatch, tmp_path):
+    """`searchlake serve` with its launcher, a document library and a fake OpenRouter."""
+    for name in PROVIDER_KEYS + BUDGET_ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SEARCHLAKE_MAX_QUERIES_PER_INTENT", "1")
+    with fake_openrouter() as router:
+        monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-v1-page-test")
+        monkeypatch.setenv("OPENROUTER_BASE_URL", router.base + "/api/v1")
+        config = Settings()
+        with make_server(config, "127.0.0.1", 0, ResearchLauncher(config), poll=0.05) as server:
+            yield Web(server, router, write_library(tmp_path / "library"), config)
+
+
+@pytest.fixture
+def tabs(browser, web):
+    opened: list[Page] = []
+
+    def new_tab() -> Page:
+        opened.append(Page(browser, web.url))
+        return opened[-1]
+
+    yield new_tab
+    for page in opened:
+        assert page.errors == [], page.errors  # no CSP violation, no script error
+        assert page.dialogs == []
+        page.close()
+
+
+def timeline(tab) -> list[tuple[str, str]]:
+    return list(zip(tab.locator("#steps li .label").all_text_contents(),
+                    tab.locator("#steps li .state").all_text_contents()))
+
+
+def test_research_from_the_form_to_the_report_and_a_citation(prefect_engine, web, tabs):
+    tab = tabs().open("/")
+    tab.fill("#question", QUESTION)
+    tab.click("details.options summary")
+    tab.check("input[name=providers][value=library]")
+    tab.fill("#library", str(web.library))
+    tab.fill("#target", "2")
+    tab.click("button:has-text('Start research')")
+
+    tab.wait_for_url(RUN_PAGE, timeout=120_000)  # the starting page moves on by itself
+    tab.wait_for_selector("#timeline[data-final]", timeout=180_000)
+    assert tab.get_attribute("#timeline", "data-final") == "complete"
+    steps = timeline(tab)
+    assert [label for label, _ in steps] == ["planning queries", "indexing the library", "searching in parallel",
+                                             "deduplicating and ranking", "filtering for quality",
+                                             "writing the report"]
+    assert {state for _, state in steps} == {"complete"}
+    assert tab.locator("#run-status").inner_text() == "complete"
+    assert tab.locator("#gates li[data-gate=output_check]").inner_text().startswith("gate output_check: pass")
+
+    # a second tab opened on the same run sees the same timeline
+    other = tabs().open(tab.url.removeprefix(web.url))
+    other.wait_for_selector("#timeline[data-final=complete]")
+    assert timeline(other) == steps
+    assert other.locator("#gates li").all_text_contents() == tab.locator("#gates li").all_text_contents()
+
+    tab.click("text=Open the report")
+    tab.wait_for_url(TASK_PAGE)
+    assert tab.locator("h1").inner_text() == QUESTION
+    assert tab.locator("ul.summary li").count() >= 1
+    chip = tab.locator("ol.insights a.chip").first
+    number, domain, title = (chip.locator(s).inner_text() for s in (".n", ".d", ".t"))
+    assert number.isdigit() and domain and title  # number, domain and title are visible text
+    assert chip.locator(".t").is_visible()
+    chip.click()
+    assert tab.url.endswith(f"#source-{number}")
+    cited = tab.locator(f"#source-{number}")
+    assert cited.is_visible() and title in cited.inner_text() and "final " in cited.inner_text()
+    # the sources with their scores, what the filters dropped, and the charts
+    assert tab.locator("table.sources-table tbody tr").count() >= 2
+    assert "What the filters dropped" in tab.locator("body").inner_text()
+    assert tab.locator("figure.chart svg").count() >= 3
+    assert "library" in tab.locator("figure.chart").nth(2).inner_text()  # latency per provider
+
+    # the runs list on the start page shows the run with its counts
+    home = tabs().open("/")
+    row = home.locator("table.runs tbody tr").first
+    assert "complete" in row.inner_text() and "default" in row.inner_text()
+
+
+def test_an_answer_without_citations_shows_the_marker(web, tabs):
+    web.router.answers.append(completion("DuckDB is an in-process database.", []))
+    tab = tabs().open("/")
+    tab.fill("#ask-question", "What is DuckDB?")
+    tab.click("button:has-text('Ask')")
+    tab.wait_for_url(TASK_PAGE)
+    marker = tab.locator(".answer .no-citations")
+    assert marker.is_visible() and marker.inner_text().startswith("No citations")
+    assert tab.locator(".answer-text").inner_text() == "DuckDB is an in-process database."
+    assert tab.locator(".answer a.chip").count() == 0
+
+
+def test_an_answers_citation_chip_opens_the_cited_page(web, tabs):
+    page_url = web.router.base + "/page/1"
+    web.router.answers.append(completion("DuckDB reads Parquet files directly.",
+                                         [{"url": page_url, "title": "Reading Parquet", "start_index": 0,
+                                           "end_index": 12}]))
+    tab = tabs().open("/")
+    tab.fill("#ask-question", "Can DuckDB read Parquet?")
+    tab.click("button:has-text('Ask')")
+    tab.wait_for_url(TASK_PAGE)
+    assert tab.locator(".answer .no-citations").count() == 0
+    chip = tab.locator(".answer a.chip").first
+    assert [chip.locator(s).inner_text() for s in (".n", ".d", ".t")] == ["1", "127.0.0.1", "Reading Parquet"]
+    chip.click()
+    tab.wait_for_url(page_url)
+    assert tab.locator("h1").inner_text() == "Cited page 1"
+
+
+def test_a_reloaded_page_and_a_second_tab_catch_up_and_follow_live(web, tabs):
+    log = EventLog.for_run(web.settings, "t1", "live-run")
+    tracker = ProgressTracker(STEPS, sink=log)
+    tracker.begin({"plan": ["task id: t1"]})
+    tracker.start("plan")
+    tracker.complete("plan", metadata={"queries": 3})
+    tracker.start("deep_search")
+    tracker.advance("deep_search", 0.5, metadata={"provider": "library", "query_id": "q1.library", "items": 4,
+                                                  "failed": False, "done": 1, "total": 2})
+    first = tabs().open("/tasks/t1/runs/live-run")
+    first.wait_for_selector("#steps li[data-step=deep_search].progress")
+    first.reload()
+    first.wait_for_selector("#steps li[data-step=deep_search].progress")
+    assert timeline(first) == [("planning queries", "complete"), ("searching in parallel", "progress")]
+    assert first.locator("#steps li[data-step=deep_search] .detail").inner_text() == "q1.library · library: 4 results"
+    second = tabs().open("/tasks/t1/runs/live-run")
+    second.wait_for_selector("#steps li[data-step=deep_search].progress")
+
+    # the run goes on while both tabs watch
+    tracker.advance("deep_search", 1.0, chunk="streamed text", metadata={"done": 2, "total": 2})
+    tracker.complete("deep_search")
+    tracker.note("consolidate", {"gate": "search_completeness", "outcome": "warn", "reason": "7 candidates"})
+    tracker.finish({"selected": 2})
+    log.close()
+    for tab in (first, second):
+        tab.wait_for_selector("#timeline[data-final=complete]")
+        assert tab.locator("#steps li[data-step=deep_search] pre.stream").inner_text() == "streamed text"
+        assert tab.locator("#gates li.warn").inner_text() == "gate search_completeness: warn — 7 candidates"
+        assert tab.locator("#report-link").is_visible()
+        assert tab.eval_on_selector("#overall", "e => e.value") == 1
+
+
+def test_a_script_in_a_source_title_stays_text(web, tabs, lake, inbox, new_bundle, new_item):
+    hostile = '<img src=x onerror="document.title=\'pwned\'"><script>document.title="pwned"</script>'
+    inbox.write(new_bundle("q1", [new_item("https://evil.example/a", 0.9, title=hostile,
+                                           snippet="<b>bold?</b>")], task_id="xss"))
+    lake.ingest(inbox.folder)
+    lake.consolidate("xss")
+    tab = tabs().open("/tasks/xss")
+    cell = tab.locator("table.sources-table tbody tr").first
+    assert hostile in cell.inner_text()
+    assert tab.locator("table.sources-table img, table.sources-table script").count() == 0
+    assert tab.title() != "pwned"
+    header = tab.context.request.get(web.url + "/tasks/xss").headers["content-security-policy"]
+    assert "script-src 'self'" in header and "unsafe-inline" not in header
