@@ -46,6 +46,10 @@ class ApiProvider:
         self.settings = settings
         self.client = client
 
+    @classmethod
+    def problems(cls, settings: Settings) -> list[str]:
+        return []
+
     def prepare(self) -> Prepared:
         return Prepared()
 

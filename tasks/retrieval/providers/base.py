@@ -63,6 +63,9 @@ class Provider(Protocol):
 
     def __init__(self, settings, client) -> None: ...
 
+    @classmethod
+    def problems(cls, settings) -> list[str]: ...  # what a run would miss besides its key, checked at pre-flight
+
     def prepare(self) -> Prepared: ...
 
     def search(self, query: Query, max_results: int) -> list[Hit]: ...

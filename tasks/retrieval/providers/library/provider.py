@@ -80,6 +80,15 @@ class LibraryProvider:
         self.settings = settings
         self.corpus = corpus_for(settings)
 
+    @classmethod
+    def problems(cls, settings: Settings) -> list[str]:
+        """A configured library folder that is not there."""
+        try:
+            corpus_for(settings)
+        except ValueError as exc:
+            return [str(exc)]
+        return []
+
     def prepare(self) -> Prepared:
         """Index the corpus now (only what changed); unreadable files are
         named in `skipped`, for the error log."""
