@@ -64,6 +64,12 @@ MAX_SNIPPET_CHARS = 20_000
 MAX_CONTENT_CHARS = 1_000_000
 MAX_SHORT_CHARS = 256  # provider, query_intent, language, error_code, source_id
 
+def clipped(text: str | None, limit: int) -> str | None:
+    """Text cut to a size limit: for items this program builds from what a
+    provider returned (an ingested bundle over a limit is refused instead)."""
+    return text[:limit] if text is not None else None
+
+
 Identifier = Annotated[str, AfterValidator(check_identifier)]
 Timestamp = Annotated[datetime, BeforeValidator(_require_iso_text), AfterValidator(to_utc)]
 # Numbers must be JSON numbers: strict, so "0.5" and true are refused (an

@@ -33,7 +33,7 @@ from typing import Any
 import httpx
 
 from schemas.ask import AskOptions, AskResult, UrlCitation
-from schemas.bundle import SearchResultBundle, SearchResultItem
+from schemas.bundle import MAX_SNIPPET_CHARS, MAX_TITLE_CHARS, MAX_URL_CHARS, SearchResultBundle, SearchResultItem, clipped
 from schemas.urls import UnsafeURL, WEB_SCHEMES, check_lake_url, source_id_for, url_scheme
 from tasks.ask.plan import AskBudgetExceeded, AskError, AskPlan, plan_ask
 from tasks.lake.catalog import Catalog, open_catalog
@@ -67,8 +67,8 @@ def to_bundle(plan: AskPlan, answer: str, citations: list[UrlCitation], snippet_
         pages.append(citation)
     step = 0.5 / max(len(pages) - 1, 1)
     items = [SearchResultItem(
-        rank=rank, url=c.url, title=c.title or c.domain or c.url,
-        snippet=c.content[:snippet_chars] if c.content else None,
+        rank=rank, url=c.url, title=clipped(c.title or c.domain or c.url, MAX_TITLE_CHARS),
+        snippet=c.content[:min(snippet_chars, MAX_SNIPPET_CHARS)] if c.content else None,
         captured_at=c.fetched_at, score_final=round(1.0 - step * (rank - 1), 6), status="ok",
     ) for rank, c in enumerate(pages, start=1)]
     return SearchResultBundle(
@@ -82,7 +82,7 @@ def to_bundle(plan: AskPlan, answer: str, citations: list[UrlCitation], snippet_
 def _landable(url: str) -> bool:
     """Only web pages enter the lake from a model's answer (never file: or
     javascript:), so one odd annotation cannot get the whole bundle refused."""
-    if url_scheme(url) not in WEB_SCHEMES:
+    if url_scheme(url) not in WEB_SCHEMES or len(url) > MAX_URL_CHARS:
         return False
     try:
         check_lake_url(url)

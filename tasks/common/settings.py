@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import AliasChoices, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from schemas.bundle import MAX_CONTENT_CHARS
 from schemas.governance import BUDGET_VARIABLES, Budget
 from schemas.scoring import ScoringFile
 from tasks.common.redaction import register, url_credentials
@@ -48,7 +49,7 @@ class Settings(BaseSettings):
     target_count: int = Field(default=10, ge=1, le=200, validation_alias=AliasChoices(
         "PIPELINE_TARGET_COUNT", "SEARCHLAKE_TARGET_COUNT"), description="Sources a research run selects")
     max_queries_per_intent: int = Field(default=3, ge=1, le=20)
-    content_max_chars: int = Field(default=20_000, ge=200)
+    content_max_chars: int = Field(default=20_000, ge=200, le=MAX_CONTENT_CHARS)
     http_timeout: float = Field(default=20.0, gt=0)
     http_retries: int = Field(default=1, ge=0, le=5)
     provider_concurrency: int = Field(default=4, ge=1, le=64)

@@ -10,7 +10,8 @@ from datetime import datetime, timezone
 
 import httpx
 
-from schemas.bundle import SearchResultBundle, SearchResultItem, SearchResultStats
+from schemas.bundle import (MAX_CONTENT_CHARS, MAX_SHORT_CHARS, MAX_SNIPPET_CHARS, MAX_TITLE_CHARS, MAX_URL_CHARS,
+                            SearchResultBundle, SearchResultItem, SearchResultStats, clipped)
 from schemas.plan import ResearchPlan
 from schemas.urls import WEB_SCHEMES, UnsafeURL, check_lake_url, source_id_for, url_scheme
 from tasks.common.settings import Settings
@@ -101,6 +102,9 @@ def hits_bundle(call: SearchCall, hits: list[Hit], *, task_id: str, executed_at:
         except UnsafeURL:
             unsafe += 1
             continue
+        if len(hit.url) > MAX_URL_CHARS:  # the contract's limit: such a hit cannot land
+            unsafe += 1
+            continue
         source_id = source_id_for(hit.url)
         if source_id in seen:
             duplicates += 1
@@ -120,8 +124,9 @@ def hits_bundle(call: SearchCall, hits: list[Hit], *, task_id: str, executed_at:
 def _item(hit: Hit, source_id: str, query: Query, captured_at: datetime, settings: Settings) -> SearchResultItem:
     scores = score_hit(query.question or query.text, hit, query.intent, settings, now=captured_at)
     return SearchResultItem(
-        source_id=source_id, url=hit.url, title=hit.title or hit.url, snippet=hit.snippet,
-        content_text=hit.content_text, language=hit.language, published_at=hit.published_at,
+        source_id=source_id, url=hit.url, title=clipped(hit.title or hit.url, MAX_TITLE_CHARS),
+        snippet=clipped(hit.snippet, MAX_SNIPPET_CHARS), content_text=clipped(hit.content_text, MAX_CONTENT_CHARS),
+        language=clipped(hit.language, MAX_SHORT_CHARS), published_at=hit.published_at,
         captured_at=captured_at, http_status=hit.http_status, status="ok", **scores,
     )
 

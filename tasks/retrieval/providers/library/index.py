@@ -31,7 +31,7 @@ import os
 import shutil
 import threading
 import time
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
