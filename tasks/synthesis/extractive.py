@@ -106,7 +106,7 @@ class ExtractiveOptions:
     sentences_per_source: int = 600
     min_coverage: float = 0.4   # share of the question's term weight a quoted sentence must hold
     diversity: float = 0.3      # MMR: weight of similarity to what is already picked
-    rank_weight: float = 0.5    # the prior for the source retrieval ranked first (1/rank after it)
+    rank_weight: float = 0.7    # the prior for the source retrieval ranked first (1/rank after it)
     pool: int = 300
 
 
