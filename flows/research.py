@@ -22,8 +22,8 @@ from prefect.runtime import flow_run
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows.research_tasks import (candidates_task, coarse_filter_task, consolidate_task, extend_plan_task,
-                                  hard_filter_task, index_library_task, landed_task, plan_task, policy_task,
-                                  quality_filter_task, report_research_task, search_task)
+                                  hard_filter_task, landed_task, plan_task, policy_task,
+                                  prepare_task, quality_filter_task, report_research_task, search_task)
 from flows.run_view import RunView
 from schemas.plan import ResearchPlan
 from tasks.common.settings import research_settings
@@ -110,9 +110,10 @@ def _run(question, task_id, trace_id, names, target, budget, policy, settings, c
     with view.stage("plan", "planning queries") as detail:
         plan = plan_task(question, task_id, trace_id, settings)
         detail.update(planner=plan.planner, queries=len(plan.queries), fallback_reason=plan.fallback_reason)
-    if "library" in names:
-        with view.stage("index", "indexing the library") as detail:
-            detail["library"] = index_library_task(task_id, settings)
+    for name in names:
+        if label := provider_class(name).prepares:
+            with view.stage("index", label) as detail:
+                detail[name] = prepare_task(name, task_id, settings)
     search_stats, candidates = _search_to_target(plan, task_id, names, target, policy, settings, client, view)
     counts["candidate_count"] = len(candidates)
     _gate(view, search_completeness(len(candidates), target, policy, deepest=search_stats["deepest"]))
@@ -211,7 +212,7 @@ def _filter(question, candidates, policy, target, names, settings, client, view)
         drops += dropped
         detail.update(kept=len(kept), dropped=len(dropped))
     with view.stage("quality_filter", "reading and scoring the best sources") as detail:
-        online = any(name != "library" for name in names)
+        online = any(provider_class(name).finds_web_pages for name in names)
         kept, dropped = quality_filter_task(question, kept, policy, target, settings, client, online)
         drops += dropped
         detail.update(kept=len(kept), dropped=len(dropped))

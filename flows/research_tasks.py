@@ -17,7 +17,6 @@ from tasks.lake.catalog import open_catalog
 from tasks.common.settings import Settings
 from tasks.lake.consolidation import ConsolidationReport, consolidate
 from tasks.lake.landing import land_bundles
-from tasks.retrieval.providers.library.index import index_library
 from tasks.common.llm import LLMConfig
 from tasks.retrieval.planning import PlanOutcome, plan_question
 from tasks.governance.policy import load_policy
@@ -83,14 +82,15 @@ def extend_plan_task(plan: ResearchPlan, texts: list[str], task_id: str, run_id:
     return extended
 
 
-@task(name="index-library", **BUSY)
-def index_library_task(task_id: str, settings: Settings) -> str:
-    """Index what changed in the library; unreadable files go to the error log."""
-    report = index_library(settings)
-    with open_catalog(settings, "research: index library") as catalog:
-        log_skipped_files(catalog, task_id, report.skipped)
-    return (f"library {report.root}: {report.documents} documents ({report.added} added, "
-            f"{report.updated} updated, {report.removed} removed, {len(report.skipped)} skipped)")
+@task(name="prepare-provider", **BUSY)
+def prepare_task(name: str, task_id: str, settings: Settings) -> str:
+    """What a provider does before the searches (the library: index what
+    changed); files it could not read go to the error log."""
+    prepared = build_provider(name, settings).prepare()
+    if prepared.skipped:
+        with open_catalog(settings, f"research: prepare {name}") as catalog:
+            log_skipped_files(catalog, task_id, name, prepared.skipped)
+    return prepared.summary
 
 
 @task(name="landed-queries", **BUSY)

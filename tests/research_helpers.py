@@ -98,6 +98,7 @@ class FakeWeb:
     pages: list[str] = field(default_factory=list)
     in_flight: dict[str, int] = field(default_factory=dict)
     max_in_flight: dict[str, int] = field(default_factory=dict)
+    max_total_in_flight: int = 0
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -109,10 +110,6 @@ class FakeWeb:
 
     def providers_called(self) -> set[str]:
         return {c.provider for c in self.calls}
-
-    def busy_seconds(self) -> float:
-        """The sum of every API request's duration: the wall time of a serial fan-out."""
-        return sum(c.ended - c.started for c in self.calls)
 
     def transport(self) -> httpx.MockTransport:
         return httpx.MockTransport(self)
@@ -135,6 +132,7 @@ class FakeWeb:
             number = len(self.calls)
             self.in_flight[provider] = self.in_flight.get(provider, 0) + 1
             self.max_in_flight[provider] = max(self.max_in_flight.get(provider, 0), self.in_flight[provider])
+            self.max_total_in_flight = max(self.max_total_in_flight, sum(self.in_flight.values()))
         try:
             if self.cut_after is not None and number > self.cut_after:
                 raise EdgeCut(f"the network went away after {self.cut_after} requests")

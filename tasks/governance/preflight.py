@@ -5,7 +5,6 @@ everything missing in one line."""
 from __future__ import annotations
 
 from tasks.common.settings import Settings
-from tasks.retrieval.providers.library.documents import corpus_for
 from tasks.retrieval.providers.registry import provider_class
 
 
@@ -20,11 +19,6 @@ def preflight(settings: Settings, provider_names: list[str]) -> None:
         settings.scoring_overrides()
     except ValueError as exc:
         problems.append(str(exc))
-    if "library" in provider_names:
-        try:
-            corpus_for(settings)
-        except ValueError as exc:
-            problems.append(str(exc))
     if problems:
         raise PreflightError("cannot start: " + "; ".join(problems))
 
@@ -33,7 +27,7 @@ def _provider_problems(name: str, settings: Settings) -> list[str]:
     cls = provider_class(name)
     if cls.key_setting and cls.key_required and not getattr(settings, cls.key_setting):
         return [f"{name} needs {cls.key_setting.upper()}"]
-    return []
+    return cls.problems(settings)
 
 
 def _llm_problems(settings: Settings) -> list[str]:

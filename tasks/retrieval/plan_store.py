@@ -40,11 +40,11 @@ def landed_query_ids(catalog: Catalog, task_id: str) -> set[str]:
     return {row[0] for row in catalog.rows("landed_query_ids", [task_id])}
 
 
-def log_skipped_files(catalog: Catalog, task_id: str, skipped) -> None:
-    """Library files that could not be indexed, in the task's error log."""
-    for skip in skipped:
-        catalog.run("error_log_add", [task_id, "library", Path(skip.path).as_uri() if skip.path.startswith("/") else skip.path,
-                                      "unreadable", "library_index", skip.reason])
+def log_skipped_files(catalog: Catalog, task_id: str, provider: str, skipped: list[tuple[str, str]]) -> None:
+    """Files a provider could not read while preparing (path, reason), in the task's error log."""
+    for path, reason in skipped:
+        catalog.run("error_log_add", [task_id, provider, Path(path).as_uri() if path.startswith("/") else path,
+                                      "unreadable", f"{provider}_index", reason])
 
 
 def selected_source_ids(catalog: Catalog, task_id: str) -> list[str] | None:

@@ -155,14 +155,10 @@ def test_provider_fan_out_is_parallel(research, monkeypatch):
     assert web.providers_called() == {"tavily", "brave", "searxng"}
     assert len(web.calls) == result["searches"] >= 12
 
-    trace = research.jsonl("fanout", result["trace_id"], "trace.jsonl")
-    (search,) = stage_lines(trace, "search")
-    serial = web.busy_seconds()
-    assert serial >= 1.0 * len(web.calls)
-    # parallel: the stage took well under the sum of its requests' durations
-    assert search["detail"]["seconds"] < 0.5 * serial, (search["detail"]["seconds"], serial)
-    # ... yet never more than provider_concurrency requests at once per provider
+    # parallel: several requests of one provider in flight at once (measured by the fake
+    # servers themselves, not by the clock), yet never more than provider_concurrency
     assert max(web.max_in_flight.values()) >= 2
+    assert web.max_total_in_flight > max(web.max_in_flight.values())  # providers at once, too
     assert all(n <= research.settings.provider_concurrency for n in web.max_in_flight.values()), web.max_in_flight
 
 

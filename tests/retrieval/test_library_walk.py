@@ -80,7 +80,7 @@ def test_the_index_and_the_error_log_take_odd_files_in_their_stride(settings, li
 
     report = index_library(lib_settings)
     with open_catalog(lib_settings, "test-library") as catalog:
-        log_skipped_files(catalog, "t1", report.skipped)
+        log_skipped_files(catalog, "t1", "library", [(s.path, s.reason) for s in report.skipped])
         logged = catalog.con.execute("SELECT url, message FROM error_log ORDER BY url").fetchall()
 
     assert report.documents == 1

@@ -80,7 +80,14 @@ def test_every_provider_declares_what_the_flow_reads():
         assert cls.intents and cls.endpoint and cls.max_concurrency >= 1 and cls.min_interval_seconds >= 0
         assert isinstance(cls.reads_intent, bool) and isinstance(cls.key_required, bool)
         assert cls.key_setting is None or cls.key_setting in Settings.model_fields
+        assert isinstance(cls.finds_web_pages, bool) and (cls.prepares is None or isinstance(cls.prepares, str))
     assert registry.provider_class("arxiv").min_interval_seconds == 3.0
+    assert [n for n in registry.PROVIDER_NAMES if registry.provider_class(n).prepares] == ["library"]
+
+
+def test_an_api_provider_has_nothing_to_prepare(client, tmp_path):
+    prepared = registry.build_provider("tavily", settings(home=tmp_path), client).prepare()
+    assert prepared.summary == "" and prepared.skipped == []
 
 
 def test_build_library_like_any_provider(client, tmp_path):

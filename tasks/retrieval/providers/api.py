@@ -19,7 +19,7 @@ import httpx
 
 from tasks.common.settings import Settings, secret_value
 from tasks.common.http import request, request_json
-from tasks.retrieval.providers.base import Hit
+from tasks.retrieval.providers.base import Hit, Prepared
 from tasks.common.errors import RemoteError
 
 
@@ -39,10 +39,19 @@ class ApiProvider:
     reads_intent: ClassVar[bool] = False
     max_concurrency: ClassVar[int] = 64
     min_interval_seconds: ClassVar[float] = 0.0
+    prepares: ClassVar[str | None] = None
+    finds_web_pages: ClassVar[bool] = True
 
     def __init__(self, settings: Settings, client: httpx.Client):
         self.settings = settings
         self.client = client
+
+    @classmethod
+    def problems(cls, settings: Settings) -> list[str]:
+        return []
+
+    def prepare(self) -> Prepared:
+        return Prepared()
 
     @property
     def key(self) -> str | None:

@@ -38,6 +38,13 @@ class Hit:
     extra: dict = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """What a provider did before a run's searches: one line for the run's
+    trace, and the files it could not read (path, reason) for the error log."""
+
+    summary: str = ""
+    skipped: list[tuple[str, str]] = field(default_factory=list)
 
 
 class Provider(Protocol):
@@ -51,7 +58,14 @@ class Provider(Protocol):
     reads_intent: ClassVar[bool]  # whether the intent changes its answer (else one search per text)
     max_concurrency: ClassVar[int]  # calls in flight at once, at most
     min_interval_seconds: ClassVar[float]  # pause after each call, holding its slot (a provider's terms)
+    prepares: ClassVar[str | None]  # what `prepare` does, as a progress label; None: nothing to do
+    finds_web_pages: ClassVar[bool]  # its results are web pages the quality filter may fetch
 
     def __init__(self, settings, client) -> None: ...
+
+    @classmethod
+    def problems(cls, settings) -> list[str]: ...  # what a run would miss besides its key, checked at pre-flight
+
+    def prepare(self) -> Prepared: ...
 
     def search(self, query: Query, max_results: int) -> list[Hit]: ...

@@ -44,7 +44,7 @@ import numpy as np
 
 from tasks.common.settings import Settings
 from tasks.common.text import CJK_RUN, terms
-from tasks.retrieval.providers.base import Hit, Query
+from tasks.retrieval.providers.base import Hit, Prepared, Query
 from tasks.retrieval.providers.library.documents import corpus_for
 from tasks.retrieval.providers.library.embeddings import embed
 from tasks.retrieval.providers.library.index import K1, IndexReport, LibraryIndex, index_library, open_index
@@ -72,16 +72,30 @@ class LibraryProvider:
     reads_intent: ClassVar[bool] = False
     max_concurrency: ClassVar[int] = 64
     min_interval_seconds: ClassVar[float] = 0.0
+    prepares: ClassVar[str | None] = "indexing the library"
+    finds_web_pages: ClassVar[bool] = False  # local documents, read whole when indexed
 
     def __init__(self, settings: Settings, client=None):
         """A configured library folder that does not exist raises ValueError here."""
         self.settings = settings
         self.corpus = corpus_for(settings)
 
-    def prepare(self) -> IndexReport:
-        """Index the corpus now (only what changed); the IndexReport's
-        `skipped` list belongs in the error log."""
-        return index_library(self.settings, self.corpus)
+    @classmethod
+    def problems(cls, settings: Settings) -> list[str]:
+        """A configured library folder that is not there."""
+        try:
+            corpus_for(settings)
+        except ValueError as exc:
+            return [str(exc)]
+        return []
+
+    def prepare(self) -> Prepared:
+        """Index the corpus now (only what changed); unreadable files are
+        named in `skipped`, for the error log."""
+        report = index_library(self.settings, self.corpus)
+        return Prepared(f"library {report.root}: {report.documents} documents ({report.added} added, "
+                        f"{report.updated} updated, {report.removed} removed, {len(report.skipped)} skipped)",
+                        [(skip.path, skip.reason) for skip in report.skipped])
 
     def search(self, query: Query, max_results: int) -> list[Hit]:
         if not terms(query.text) or max_results <= 0:
