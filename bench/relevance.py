@@ -209,10 +209,10 @@ def question_only(judged: JudgedSet, questions: list[dict]) -> list[list[str]]:
 def bm25s_rankings(judged: JudgedSet, questions: list[dict]) -> list[list[str]]:
     """Page-level BM25 by the bm25s package over the library's extracted pages."""
     import bm25s
-    import snowballstemmer
+    import Stemmer  # PyStemmer, a pinned dependency: the same Snowball stemmers
 
     pages = library_pages(judged)
-    stemmer = snowballstemmer.stemmer("porter")
+    stemmer = Stemmer.Stemmer("porter")
     corpus = bm25s.tokenize([f"{title}\n{text}" for _, title, text in pages], stopwords="en",
                             stemmer=stemmer, show_progress=False)
     retriever = bm25s.BM25()

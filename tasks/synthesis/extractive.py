@@ -106,6 +106,7 @@ class ExtractiveOptions:
     sentences_per_source: int = 600
     min_coverage: float = 0.4   # share of the question's term weight a quoted sentence must hold
     diversity: float = 0.3      # MMR: weight of similarity to what is already picked
+    rank_weight: float = 0.7    # the prior for the source retrieval ranked first (1/rank after it)
     pool: int = 300
 
 
@@ -144,7 +145,7 @@ def _relevance(sentences: list[_Sentence], question: str, aspect_list: list[Aspe
     neither enough of the question nor all of a sufficient aspect of it:
     coverage + BM25 (scaled to the best) + the question's word pairs it
     repeats + a sentence that defines its subject + the source's
-    consolidated score."""
+    position in the consolidated ranking (`_rank_prior`)."""
     bm25 = BM25([s.terms for s in sentences]).scores(focus.terms)
     best = max(bm25, default=0.0) or 1.0
     pairs = question_pairs(question)
@@ -164,8 +165,16 @@ def _relevance(sentences: list[_Sentence], question: str, aspect_list: list[Aspe
             continue
         hits = sum(1 for p in pairs if f" {p} " in s.phrase_text)
         subject = 0.2 if _defines_subject(s, aspect_list, focus) else 0.0
-        out.append(coverage + 0.3 * b / best + 0.15 * min(2, hits) + subject + 0.1 * s.source.score)
+        out.append(coverage + 0.3 * b / best + 0.15 * min(2, hits) + subject + _rank_prior(s.source, opts))
     return out
+
+
+def _rank_prior(source: Source, opts: ExtractiveOptions) -> float:
+    """What retrieval's consolidated ranking adds to a sentence: `rank_weight`
+    for the page it ranked first, falling as 1/rank. Retrieval judged the
+    whole page; a sentence of it that speaks to the question is the likelier
+    answer than an equally worded one of a page ranked tenth."""
+    return opts.rank_weight / max(1, source.number)
 
 
 _COPULAS = ("is", "are")

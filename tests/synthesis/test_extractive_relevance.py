@@ -135,3 +135,21 @@ def test_a_faq_question_is_no_evidence_and_the_defining_sentence_leads():
     quoted = quotes(extractive_synthesis(sources, "What does the with statement do?"))
     assert quoted[0].startswith("The with statement is used to wrap the execution of a block")
     assert not [q for q in quoted if q.endswith("?") or q.startswith("The try statement")]
+
+
+def test_the_page_retrieval_ranked_first_leads_when_it_speaks_to_the_question():
+    yield_page = ("Yield expressions\n*****************\n\n"
+                  "When a generator function is called, it returns an iterator known as a generator, which then "
+                  "controls the execution of the generator function.\n")
+    types_page = ("The standard type hierarchy\n***************************\n\n"
+                  "Functions are first-class objects in Python.\n\n"
+                  "A generator function is a function which uses the yield statement; calling a generator function "
+                  "always returns an iterator object which can be used to execute the body of the function.\n")
+    ranked = [source(1, f"{DATAMODEL}?topic=types#types", "The standard type hierarchy", types_page),
+              source(2, "https://docs.python.org/3.11/reference/expressions.html?topic=yieldexpr#yieldexpr",
+                     "Yield expressions", yield_page)]
+    result = extractive_synthesis(ranked, "What does calling a generator function return?")
+    leads = [i.citations[0] for i in result.synthesized_insights]
+    assert [c.source_id for c in leads] == ["s1", "s2"]  # both pages answer; the better-ranked one first
+    assert leads[0].quote.startswith("A generator function is a function which uses the yield statement")
+    assert not [q for q in quotes(result) if "first-class" in q]  # its rank quotes no off-topic sentence
