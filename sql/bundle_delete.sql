@@ -1,1 +1,2 @@
+-- A replaced bundle (?); bundle_items_delete drops its items.
 DELETE FROM bundle_catalog WHERE bundle_uid = ?;

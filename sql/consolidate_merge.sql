@@ -1,10 +1,13 @@
+-- The task's next output, into the temp table consolidated_next.
 -- One row per source: the first occurrence read wins; earlier output (prev)
 -- was read before anything new. final_rank orders the whole task by score.
 -- Who wins and the ranking are decided on narrow rows (new_items, and the
 -- source_id and score of prev); the wide columns are then read for the
 -- winning rows only.
+CREATE OR REPLACE TEMP TABLE consolidated_next AS
 WITH prev AS (
-    SELECT * FROM read_parquet(getvariable('prev_file'))
+    SELECT * FROM consolidated
+    WHERE task_id = getvariable('task_id') AND NOT getvariable('rebuild')
 ),
 query_names AS (
     -- ids[n] is the query_id whose query_order is n
@@ -17,7 +20,7 @@ seen AS (
     -- struct compared field by field; query_id and item_index make it unique.
     SELECT source_id, count(*) AS seen_count,
            list_sort(list_distinct(list(query_order))) AS query_orders,
-           arg_min({'score_final': score_final, 'file_index': file_index, 'file_row_number': file_row_number},
+           arg_min({'score_final': score_final, 'row_id': row_id},
                    {'query_order': query_order, 'score_desc': -score_final,
                     'no_rank': rank IS NULL, 'rank': coalesce(rank, 0), 'item_index': item_index}) AS winner
     FROM new_items WHERE status = 'ok'
@@ -28,7 +31,7 @@ seen_named AS (
     FROM seen AS s, query_names AS q
 ),
 firsts AS (
-    SELECT source_id, winner.score_final, winner.file_index, winner.file_row_number
+    SELECT source_id, winner.score_final, winner.row_id
     FROM seen WHERE source_id NOT IN (SELECT source_id FROM prev)
 ),
 ranks AS (
@@ -36,8 +39,8 @@ ranks AS (
     FROM (SELECT source_id, score_final FROM prev UNION ALL SELECT source_id, score_final FROM firsts)
 ),
 winners AS (
-    SELECT r.* FROM read_parquet(getvariable('new_files'), file_row_number = true) AS r
-    JOIN firsts AS f ON r.file_index = f.file_index AND r.file_row_number = f.file_row_number
+    SELECT r.* FROM results AS r JOIN firsts AS f ON r.rowid = f.row_id
+    WHERE r.task_id = getvariable('task_id')
 ),
 merged AS (
     SELECT prev.* REPLACE (

@@ -1,4 +1,2 @@
--- Insert or replace the policy of one demand.
-INSERT INTO search_policy (demand_id, config, updated_at)
-VALUES (?, ?, now())
-ON CONFLICT (demand_id) DO UPDATE SET config = excluded.config, updated_at = excluded.updated_at;
+-- The new policy of one demand (policy_delete removed the old one first).
+INSERT INTO search_policy (demand_id, config, updated_at) VALUES (?, ?, now());

@@ -1,5 +1,6 @@
--- The catalog: which bundles landed, where their files are, what was refused,
--- and how far each task's consolidation has read. Idempotent.
+-- The lake's tables: which bundles landed and their items, the consolidated
+-- output, what was refused, and how far each task's consolidation has read.
+-- Idempotent.
 CREATE TABLE IF NOT EXISTS bundle_catalog (
     bundle_uid        VARCHAR NOT NULL,
     task_id           VARCHAR NOT NULL,
@@ -14,24 +15,71 @@ CREATE TABLE IF NOT EXISTS bundle_catalog (
     kept_after_filter INTEGER,
     failed_count      INTEGER,
     dedup_count       INTEGER,
+    duration_ms       BIGINT,     -- how long the search call took (stats.duration_ms)
     content_hash      VARCHAR NOT NULL,
     raw_path          VARCHAR,
-    results_file      VARCHAR,
     source_file       VARCHAR,
-    landed_at         TIMESTAMPTZ NOT NULL,
-    landing_seq       BIGINT NOT NULL
+    landed_at         TIMESTAMPTZ NOT NULL
 );
--- how long the search call behind a bundle took (stats.duration_ms); catalogs
--- created before the column get it here
-ALTER TABLE bundle_catalog ADD COLUMN IF NOT EXISTS duration_ms BIGINT;
 
-CREATE TABLE IF NOT EXISTS lake_files (
-    path       VARCHAR NOT NULL,
-    kind       VARCHAR NOT NULL,
-    task_id    VARCHAR NOT NULL,
-    row_count  BIGINT,
-    written_at TIMESTAMPTZ NOT NULL
+-- Every item of every landed bundle (schemas/rows.py RESULTS), one file set
+-- per task.
+CREATE TABLE IF NOT EXISTS results (
+    task_id         VARCHAR NOT NULL,
+    query_id        VARCHAR NOT NULL,
+    query_sort_key  VARCHAR NOT NULL,
+    query_text      VARCHAR,
+    query_intent    VARCHAR,
+    provider        VARCHAR,
+    executed_at     TIMESTAMPTZ,
+    bundle_uid      VARCHAR NOT NULL,
+    item_index      INTEGER NOT NULL,
+    source_id       VARCHAR,
+    rank            INTEGER,
+    url             VARCHAR,
+    title           VARCHAR,
+    snippet         VARCHAR,
+    content_text    VARCHAR,
+    language        VARCHAR,
+    published_at    TIMESTAMPTZ,
+    captured_at     TIMESTAMPTZ,
+    http_status     INTEGER,
+    score_relevance DOUBLE,
+    score_freshness DOUBLE,
+    score_authority DOUBLE,
+    score_final     DOUBLE,
+    status          VARCHAR,
+    error_code      VARCHAR
 );
+ALTER TABLE results SET PARTITIONED BY (task_id);
+
+-- One row per source and task: the consolidated output (schemas/rows.py
+-- CONSOLIDATED), replaced per task by each consolidation.
+CREATE TABLE IF NOT EXISTS consolidated (
+    task_id         VARCHAR NOT NULL,
+    source_id       VARCHAR NOT NULL,
+    final_rank      BIGINT,
+    seen_count      BIGINT,
+    query_ids       VARCHAR[],
+    query_id        VARCHAR,
+    query_text      VARCHAR,
+    query_intent    VARCHAR,
+    provider        VARCHAR,
+    rank            INTEGER,
+    url             VARCHAR,
+    title           VARCHAR,
+    snippet         VARCHAR,
+    content_text    VARCHAR,
+    language        VARCHAR,
+    published_at    TIMESTAMPTZ,
+    captured_at     TIMESTAMPTZ,
+    http_status     INTEGER,
+    score_relevance DOUBLE,
+    score_freshness DOUBLE,
+    score_authority DOUBLE,
+    score_final     DOUBLE
+);
+ALTER TABLE consolidated SET PARTITIONED BY (task_id);
 
 CREATE TABLE IF NOT EXISTS quarantine_log (
     quarantined_at TIMESTAMPTZ NOT NULL,
@@ -62,19 +110,25 @@ CREATE TABLE IF NOT EXISTS error_log_entries (
     message      VARCHAR
 );
 
+-- One row per consolidated task (replaced, never updated in place: DuckLake
+-- has no keys). last_snapshot: the lake snapshot up to which the task's
+-- bundles were read.
 CREATE TABLE IF NOT EXISTS read_cursor (
-    task_id          VARCHAR PRIMARY KEY,
+    task_id          VARCHAR NOT NULL,
     last_query_id    VARCHAR,
     last_source_id   VARCHAR,
     consumed_count   BIGINT NOT NULL,
     updated_at       TIMESTAMPTZ NOT NULL,
-    last_landing_seq BIGINT NOT NULL,
+    last_snapshot    BIGINT NOT NULL,
     output_rows      BIGINT NOT NULL,
-    needs_rebuild    BOOLEAN NOT NULL DEFAULT false
+    needs_rebuild    BOOLEAN NOT NULL
 );
 
-CREATE TABLE IF NOT EXISTS pending_publish (
-    txn_id     VARCHAR NOT NULL,
-    plan       VARCHAR NOT NULL,
-    created_at TIMESTAMPTZ NOT NULL
+-- Which version of these schema files the catalog holds.
+CREATE TABLE IF NOT EXISTS searchlake_schema (
+    fingerprint VARCHAR NOT NULL,
+    applied_at  TIMESTAMPTZ NOT NULL
 );
+
+-- Table files are written with snappy: faster to write than the default zstd.
+CALL lake.set_option('parquet_compression', 'snappy');

@@ -6,7 +6,7 @@
 -- One policy per demand id; the row 'default' serves every demand without
 -- its own. config is a JSON object of Policy fields (schemas/governance.py).
 CREATE TABLE IF NOT EXISTS search_policy (
-    demand_id  VARCHAR PRIMARY KEY,
+    demand_id  VARCHAR NOT NULL,     -- one row per demand
     config     JSON NOT NULL,
     updated_at TIMESTAMPTZ NOT NULL
 );
@@ -15,10 +15,10 @@ CREATE TABLE IF NOT EXISTS search_policy (
 -- row is missing so an edited default is never overwritten.
 -- tests/test_policy.py checks that these values equal Policy().
 INSERT INTO search_policy (demand_id, config, updated_at)
-VALUES ('default',
-        '{"max_keywords": 6, "min_candidate_multiplier": 2.0, "near_enough_candidate_multiplier": 1.2, "filter_near_ratio": 0.8, "max_detail_fetch": 30, "enable_llm_review": true}',
-        now())
-ON CONFLICT DO NOTHING;
+SELECT 'default',
+       '{"max_keywords": 6, "min_candidate_multiplier": 2.0, "near_enough_candidate_multiplier": 1.2, "filter_near_ratio": 0.8, "max_detail_fetch": 30, "enable_llm_review": true}',
+       now()
+WHERE NOT EXISTS (SELECT 1 FROM search_policy WHERE demand_id = 'default');
 
 -- One row per governed run, inserted 'running' and updated at the end.
 CREATE TABLE IF NOT EXISTS run_log (

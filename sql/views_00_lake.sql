@@ -1,15 +1,11 @@
--- The SQL surface. Parquet-backed views read the files the catalog lists
--- (session variables set by tasks/catalog.py before this runs).
-CREATE OR REPLACE TEMP VIEW results AS
-    SELECT * FROM read_parquet(getvariable('results_files'));
-
-CREATE OR REPLACE TEMP VIEW consolidated AS
-    SELECT * FROM read_parquet(getvariable('consolidated_files'));
-
+-- The SQL surface of the lake: `results` and `consolidated` are tables; these
+-- views give the catalog tables their analysts' names.
+-- landing_seq: the lake snapshot in which the bundle landed (later landings
+-- have larger numbers).
 CREATE OR REPLACE TEMP VIEW bundles AS
     SELECT task_id, query_id, query_text, query_intent, provider, executed_at,
            item_count, total_returned, kept_after_filter, failed_count, dedup_count, duration_ms,
-           bundle_uid, content_hash, raw_path, results_file, source_file, landed_at, landing_seq
+           bundle_uid, content_hash, raw_path, source_file, landed_at, snapshot_id AS landing_seq
     FROM bundle_catalog;
 
 CREATE OR REPLACE TEMP VIEW search_read_cursor AS

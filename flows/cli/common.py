@@ -42,8 +42,9 @@ def settings():
     """The settings, once their home (and catalog folder) is known to be usable."""
     from tasks.common.settings import Settings
     config = Settings()
-    for folder, what in ((config.home, "SEARCHLAKE_HOME"), (config.catalog_path.parent, "the catalog's folder")):
-        check_writable_folder(folder, what)
+    check_writable_folder(config.home, "SEARCHLAKE_HOME")
+    if config.catalog_is_embedded:
+        check_writable_folder(config.catalog_path.parent, "the catalog's folder")
     return config
 
 

@@ -103,12 +103,13 @@ def top(task_id: TaskIdOpt = None,
 
 
 @app.command()
-def compact(task_id: TaskIdOpt = None) -> None:
-    """Merge each task's small results files into one."""
+def compact(keep_days: Annotated[float, typer.Option(
+        min=0, help="Keep snapshots (time travel) this many days back")] = 7.0) -> None:
+    """Merge the lake's small table files, expire old snapshots, delete unused files."""
     from tasks.lake.catalog import open_catalog
-    from tasks.lake.compaction import compact_results
+    from tasks.lake.compaction import compact as run
     with open_catalog(settings(), "compact") as catalog:
-        for line in compact_results(catalog, task_id):
+        for line in run(catalog, keep_days):
             out.print(line)
 
 

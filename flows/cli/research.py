@@ -85,7 +85,7 @@ def print_run_outcome(trace_id: str, failure: str | None) -> int:
     out.print("\n".join(summary.lines()), markup=False, highlight=False)
     if summary.status == "complete":
         print_top(summary.task_id, 10)
-    out.print(f"lake: {config.lake_root}   catalog: {config.catalog_path}")
+    out.print(f"lake: {config.lake_root}   catalog: {config.catalog_shown}")
     if summary.outputs.get("report"):
         out.print(f"report: {summary.outputs['report']}")
     out.print(f"query it: searchlake sql \"select * from consolidated where task_id = '{summary.task_id}'\"")

@@ -114,7 +114,7 @@ def record(catalog: Catalog, plan: AskPlan, ex: Exchange, outcome: Outcome, body
     if ex.doc is not None:
         raw_path = Lake.run_key(plan.task_id, plan.message_id, RESPONSE_FILE)
         audit = {"request": body, "response": ex.doc, "attempts": [asdict(a) for a in ex.attempts]}
-        write.stage_bytes(raw_path, _scrubbed_json(audit, key).encode("utf-8"))
+        write.put(raw_path, _scrubbed_json(audit, key).encode("utf-8"))
     no_citations = outcome.answer is not None and not outcome.citations
     reason = redact(outcome.failure_reason, [key]) if outcome.failure_reason else None
 
@@ -134,7 +134,7 @@ def record(catalog: Catalog, plan: AskPlan, ex: Exchange, outcome: Outcome, body
             cat.run("ask_review_add", [plan.message_id, plan.task_id, "no_citations", plan.created_at,
                                        _scrubbed_json(ex.doc, key)])
 
-    catalog.commit_write(write, rows)
+    catalog.transaction(rows, write)
 
 
 # -- the whole call ----------------------------------------------------------------

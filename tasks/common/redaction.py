@@ -80,6 +80,17 @@ def safe_url(url: httpx.URL | str) -> str:
     return f"{u.scheme}://{u.host}{port}{u.path}"
 
 
+_CONNINFO_PASSWORD_RE = re.compile(r"(?i)\bpassword\s*=\s*('(?:[^'\\]|\\.)*'|\S+)")
+
+
+def connection_string_passwords(conninfo: str | None) -> list[str]:
+    """The password of a libpq-style `key=value` connection string (as a
+    DuckLake PostgreSQL catalog takes), quoted or not."""
+    if not conninfo:
+        return []
+    return [m.group(1).strip("'") for m in _CONNINFO_PASSWORD_RE.finditer(conninfo)]
+
+
 def url_credentials(url: str | None) -> list[str]:
     """The secret parts of a configured URL: its password, user:password (and
     the Basic-auth form a server might echo), and values of query parameters

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -13,10 +14,12 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from schemas.bundle import MAX_CONTENT_CHARS
 from schemas.governance import BUDGET_VARIABLES, Budget
 from schemas.scoring import ScoringFile
-from tasks.common.redaction import register, url_credentials
+from tasks.common.redaction import connection_string_passwords, redact, register, url_credentials
 
 # Settings holding URLs a user may write credentials into (user:password@, ?token=).
 URL_FIELDS = ("searxng_url", "llm_base_url", "openrouter_base_url", "lake")
+# DuckLake metadata connection strings that name a database server, not a file.
+_CATALOG_SERVER = re.compile(r"^(postgres|mysql):", re.IGNORECASE)
 
 
 class Settings(BaseSettings):
@@ -26,7 +29,9 @@ class Settings(BaseSettings):
 
     home: Path = Field(default=Path("data"), description="Holds the lake and the catalog")
     lake: str | None = Field(default=None, description="Lake root: a folder or an fsspec URL")
-    catalog: Path | None = Field(default=None, description="DuckDB catalog file")
+    catalog: str | None = Field(default=None, description=(
+        "The DuckLake catalog: a file path (embedded, one machine) or DuckLake's metadata "
+        "connection string, e.g. postgres:dbname=lake host=db user=searchlake"))
     lock_timeout: float = Field(default=30.0, ge=0, description="Seconds to wait for a busy catalog")
 
     weight_relevance: float = Field(default=0.6, ge=0)
@@ -112,6 +117,7 @@ class Settings(BaseSettings):
                   if isinstance(value := getattr(self, name), SecretStr)]
         for name in URL_FIELDS:
             values += url_credentials(getattr(self, name))
+        values += connection_string_passwords(self.catalog)
         return tuple(v for v in dict.fromkeys(values) if v)
 
     @cached_property
@@ -119,8 +125,24 @@ class Settings(BaseSettings):
         return self.lake or str(self.home / "lake")
 
     @cached_property
+    def catalog_is_embedded(self) -> bool:
+        """A catalog file on this machine (not a database server's connection string)."""
+        return not _CATALOG_SERVER.match(self.catalog or "")
+
+    @cached_property
     def catalog_path(self) -> Path:
-        return self.catalog or self.home / "catalog.duckdb"
+        """The embedded catalog's file (only meaningful when catalog_is_embedded)."""
+        return Path(self.catalog) if self.catalog else self.home / "catalog.ducklake"
+
+    @cached_property
+    def catalog_shown(self) -> str:
+        """The catalog as it may be printed (no password)."""
+        return redact(self.catalog_location)
+
+    @cached_property
+    def catalog_location(self) -> str:
+        """What DuckLake's ATTACH takes after `ducklake:`."""
+        return str(self.catalog_path) if self.catalog_is_embedded else str(self.catalog)
 
 
 @lru_cache(maxsize=8)

@@ -69,7 +69,13 @@ def set_policy(catalog: Catalog, demand_id: str, **fields: Any) -> Policy:
     demand = _clean_demand_id(demand_id)
     current, _ = load_policy(catalog, demand)
     policy = Policy.from_mapping(fields, base=current)
-    catalog.run("policy_put", [demand, json.dumps(policy.to_dict())])
+    config = json.dumps(policy.to_dict())
+
+    def replace(cat: Catalog) -> None:
+        cat.run("policy_delete", [demand])
+        cat.run("policy_put", [demand, config])
+
+    catalog.transaction(replace)
     return policy
 
 

@@ -94,14 +94,14 @@ def record_outcome(settings: Settings, trace_id: str, task_id: str, selections: 
         key = None
         if output is not None:
             key = Lake.run_key(check_identifier(task_id), check_identifier(trace_id), OUTPUT_FILE)
-            write.stage_bytes(key, json.dumps(output, ensure_ascii=False, indent=2, default=str).encode())
+            write.put(key, json.dumps(output, ensure_ascii=False, indent=2, default=str).encode())
 
         def record(cat: Catalog) -> None:
             cat.set_variables(outcome_trace_id=trace_id)
             cat.run("run_outcome_clear")
             _insert_outcome(cat, trace_id, task_id, selections, drops, publishers)
 
-        catalog.commit_write(write, record)
+        catalog.transaction(record, write)
     return key
 
 

@@ -1,31 +1,48 @@
 """The only module that opens DuckDB connections.
 
-A catalog session holds an exclusive file lock, so two searchlake commands on
-the same lake never interleave their writes: the second waits up to
-`SEARCHLAKE_LOCK_TIMEOUT` seconds and then says the catalog is busy.
+The lake's tables live in a DuckLake catalog: every table's rows are Parquet
+files under the lake's `tables/` folder, and the catalog (an embedded DuckDB
+file, or a PostgreSQL database shared by many machines) records which files
+make up each snapshot. A transaction commits whole or not at all, readers see
+one consistent snapshot, and commits from several processes are serialized
+by the engine.
+
+The embedded catalog file admits one process at a time, so sessions on it
+also hold a file lock: a second searchlake command waits up to
+`SEARCHLAKE_LOCK_TIMEOUT` seconds and then says the catalog is busy. A
+PostgreSQL catalog needs no lock: concurrent commits that conflict are
+retried (see Catalog.transaction).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import random
 import sys
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
+from importlib import import_module
+from importlib.resources import files
 from pathlib import Path
+from typing import TypeVar
 
 import duckdb
 from filelock import FileLock, Timeout
 
-from schemas import rows
 from tasks.common.settings import Settings
-from tasks.lake.files import STAGING, Lake, LakeWrite, publish
+from tasks.lake.files import Lake, LakeWrite
 from tasks.lake.sqlfiles import sql, sql_group
 
-_HELD_HERE: set[str] = set()  # catalogs a thread of this process holds
-TEMPLATES = {"results": rows.RESULTS, "consolidated": rows.CONSOLIDATED}
-
+T = TypeVar("T")
+_HELD_HERE: set[str] = set()  # embedded catalogs a thread of this process holds
+ALIAS = "lake"
+TABLES_FOLDER = "tables/"
+# Whole units of work are re-run when a commit conflicts with another
+# writer's (DuckLake itself retries commits that do not conflict).
+CONFLICT_RETRIES = 12
 
 # What a failed catalog statement raises, for callers outside the lake package.
 CatalogError = duckdb.Error
@@ -48,66 +65,173 @@ class Catalog:
     def rows(self, name: str, params: list | tuple | None = None) -> list[tuple]:
         return self.run(name, params).fetchall()
 
-    def write_parquet(self, name: str, key: str) -> None:
-        """Write the result of sql/<name>.sql to the lake file `key`."""
-        self.con.sql(sql(name)).write_parquet(self.lake.uri(key))
-
     def set_variables(self, **values) -> None:
         for name, value in values.items():
             self.con.execute(f"SET VARIABLE {name} = ?", [value])
 
-    def commit_write(self, write: LakeWrite, record: Callable[["Catalog"], None]) -> None:
-        """Record catalog rows and publish staged files as one transaction."""
-        self.con.begin()
+    def transaction(self, work: Callable[["Catalog"], T], write: LakeWrite | None = None) -> T:
+        """Run `work` in one DuckLake transaction and commit it. When the
+        commit conflicts with another writer's, `work` runs again on the new
+        snapshot (so it must decide from what it reads, not from what it read
+        before). Files `write` replaced are deleted once the commit is in."""
+        for attempt in range(CONFLICT_RETRIES + 1):
+            self.con.begin()
+            try:
+                result = work(self)
+                self.con.commit()
+            except duckdb.TransactionException as exc:
+                self._rollback()
+                if attempt == CONFLICT_RETRIES or not _is_conflict(exc):
+                    raise
+                time.sleep(random.uniform(0.01, 0.05) * (attempt + 1))
+                continue
+            except BaseException:
+                self._rollback()
+                raise
+            if write is not None:
+                write.delete_replaced()
+            return result
+        raise AssertionError("unreachable")
+
+    def _rollback(self) -> None:
         try:
-            record(self)
-            self.run("pending_publish_add", [write.txn, write.plan_json])
-            self.con.commit()
-        except BaseException:
             self.con.rollback()
-            raise
-        self._publish(write.txn, write.plan_json)
-        self.refresh_views()
+        except duckdb.TransactionException:  # a failed commit already ended it
+            pass
 
-    def _publish(self, txn: str, plan: str) -> None:
-        publish(self.lake, txn, plan)
-        self.run("pending_publish_done", [txn])
+    def current_snapshot(self) -> int:
+        return self.con.execute(f"SELECT id FROM {ALIAS}.current_snapshot()").fetchone()[0]
 
-    def recover(self) -> None:
-        """Finish committed publishes and drop uncommitted staging debris."""
-        pending = self.rows("pending_publish_all")
-        for txn, plan in pending:
-            self._publish(txn, plan)
-        committed = {txn for txn, _ in pending}
-        for txn in self.lake.staging_dirs():
-            if txn not in committed:
-                self.lake.delete(f"{STAGING}/{txn}")
-
-    def file_uris(self, kind: str) -> list[str]:
-        paths = [row[0] for row in self.rows("lake_files_of_kind", [kind])]
-        return [self.lake.uri(p) for p in paths] or [self.lake.uri(Lake.template_key(kind))]
-
-    def refresh_views(self) -> None:
-        self.set_variables(
-            results_files=self.file_uris("results"),
-            consolidated_files=self.file_uris("consolidated"),
-        )
+    def create_views(self) -> None:
         for statement in sql_group("views_"):
             self.con.execute(statement)
 
     def confine_to_lake(self) -> None:
-        """From now on the engine opens only the catalog and the lake files
-        the views read: no other file, no extension, no setting changed back."""
-        self.con.execute("SET allowed_paths = ?", [self.file_uris("results") + self.file_uris("consolidated")])
+        """From now on the engine opens only the catalog and the lake's table
+        files: no other file, no extension, no setting changed back."""
+        self.con.execute("SET allowed_directories = ?", [[self.lake.uri(TABLES_FOLDER)]])
+        if self.settings.catalog_is_embedded:
+            self.con.execute("SET allowed_paths = ?", [[str(self.settings.catalog_path)]])
         self.con.execute(sql("sandbox_confine"))
 
-    def ensure_templates(self) -> None:
-        for kind, schema in TEMPLATES.items():
-            key = Lake.template_key(kind)
-            if not self.lake.exists(key):
-                self.lake.prepare_dir(key)
-                self.lake.write_parquet(key + ".tmp", schema.empty_table())
-                self.lake.move(key + ".tmp", key)
+
+def _is_conflict(exc: duckdb.TransactionException) -> bool:
+    return "conflict" in str(exc).lower()
+
+
+# -- opening a session -----------------------------------------------------------
+
+@contextmanager
+def open_catalog(settings: Settings, purpose: str = "command", *, read_only: bool = False,
+                 confined: bool = False) -> Iterator[Catalog]:
+    """A catalog session. `read_only` sessions cannot change the catalog;
+    `confined` (read-only) sessions run analysts' SQL: see
+    Catalog.confine_to_lake."""
+    lake = Lake(settings.lake_root)
+    with _embedded_lock(settings, purpose) if settings.catalog_is_embedded else nullcontext():
+        if not read_only or not _schema_current(settings, lake):
+            with _connect(settings, lake, read_only=False) as catalog:
+                _ensure_schema(catalog)
+                if not read_only:
+                    catalog.create_views()
+                    yield catalog
+                    return
+        with _connect(settings, lake, read_only=True) as catalog:
+            catalog.create_views()
+            if confined:
+                catalog.confine_to_lake()
+            yield catalog
+
+
+@contextmanager
+def _connect(settings: Settings, lake: Lake, *, read_only: bool) -> Iterator[Catalog]:
+    con = duckdb.connect()  # in memory: the session's temp tables and views live here
+    try:
+        con.execute("SET autoinstall_known_extensions = false; SET autoload_known_extensions = false")
+        _load_extension(con, "ducklake")
+        if not settings.catalog_is_embedded:
+            _load_extension(con, "postgres")
+        if not lake.is_local:
+            con.register_filesystem(lake.fs)
+        options = [f"DATA_PATH {_literal(lake.uri(TABLES_FOLDER))}"] + (["READ_ONLY"] if read_only else [])
+        con.execute(f"ATTACH {_literal('ducklake:' + settings.catalog_location)} AS {ALIAS} ({', '.join(options)})")
+        con.execute(f"USE {ALIAS}")
+        yield Catalog(con, lake, settings)
+    finally:
+        con.close()
+
+
+def _load_extension(con: duckdb.DuckDBPyConnection, name: str) -> None:
+    """Extensions come from their PyPI packages (duckdb-extension-<name>):
+    DuckDB would otherwise download them, which needs the internet."""
+    package = files(import_module(f"duckdb_extension_{name}"))
+    path = package / "extensions" / f"v{duckdb.__version__}" / f"{name}.duckdb_extension"
+    con.execute(f"LOAD {_literal(str(path))}")
+
+
+def _literal(text: str) -> str:
+    """A SQL string literal (ATTACH and LOAD take no parameters)."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+# -- the schema ------------------------------------------------------------------
+
+def _schema_fingerprint() -> str:
+    return hashlib.sha256("\n".join(sql_group("schema_")).encode()).hexdigest()[:16]
+
+
+def _schema_current(settings: Settings, lake: Lake) -> bool:
+    if settings.catalog_is_embedded and not settings.catalog_path.exists():
+        return False
+    try:
+        with _connect(settings, lake, read_only=True) as catalog:
+            return _stored_fingerprint(catalog) == _schema_fingerprint()
+    except duckdb.Error:
+        return False
+
+
+def _stored_fingerprint(catalog: Catalog) -> str | None:
+    try:
+        found = catalog.con.execute("SELECT fingerprint FROM searchlake_schema").fetchall()
+    except duckdb.CatalogException:
+        return None
+    return found[0][0] if found else None
+
+
+def _ensure_schema(catalog: Catalog) -> None:
+    """Create or update the tables when the schema files changed since the
+    catalog last saw them (a fingerprint of them is kept in the catalog)."""
+    wanted = _schema_fingerprint()
+    if _stored_fingerprint(catalog) == wanted:
+        return
+
+    def apply(cat: Catalog) -> None:
+        if _stored_fingerprint(cat) == wanted:  # another process did it meanwhile
+            return
+        for statement in sql_group("schema_"):
+            cat.con.execute(statement)
+        cat.con.execute("DELETE FROM searchlake_schema")
+        cat.con.execute("INSERT INTO searchlake_schema VALUES (?, now())", [wanted])
+
+    catalog.transaction(apply)
+
+
+# -- the embedded catalog's lock --------------------------------------------------------
+
+@contextmanager
+def _embedded_lock(settings: Settings, purpose: str) -> Iterator[None]:
+    path = settings.catalog_path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    holder_file = path.with_name(path.name + ".holder")
+    lock = FileLock(str(path) + ".lock")
+    _acquire(lock, holder_file, settings.lock_timeout)
+    _HELD_HERE.add(str(holder_file))
+    try:
+        holder_file.write_text(json.dumps({"pid": os.getpid(), "purpose": purpose, "since": time.time()}))
+        yield
+    finally:
+        _HELD_HERE.discard(str(holder_file))
+        lock.release()
 
 
 def _acquire(lock: FileLock, holder_file: Path, timeout: float) -> None:
@@ -133,48 +257,3 @@ def _read_holder(holder_file: Path) -> str:
         return f"pid {info['pid']} ({info['purpose']})"
     except (OSError, ValueError, KeyError):
         return "another searchlake command"
-
-
-@contextmanager
-def open_catalog(settings: Settings, purpose: str = "command", *, read_only: bool = False,
-                 confined: bool = False) -> Iterator[Catalog]:
-    """A locked catalog session. `read_only` sessions cannot change the
-    catalog, but first bring it to a consistent state. `confined` (read-only)
-    sessions run analysts' SQL: see Catalog.confine_to_lake."""
-    path = settings.catalog_path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    holder_file = path.with_name(path.name + ".holder")
-    lock = FileLock(str(path) + ".lock")
-    _acquire(lock, holder_file, settings.lock_timeout)
-    _HELD_HERE.add(str(holder_file))
-    try:
-        holder_file.write_text(json.dumps({"pid": os.getpid(), "purpose": purpose, "since": time.time()}))
-        lake = Lake(settings.lake_root)
-        with _connect(path, lake, settings, read_only=False) as catalog:
-            for statement in sql_group("schema_"):
-                catalog.con.execute(statement)
-            catalog.ensure_templates()
-            catalog.recover()
-            if not read_only:
-                catalog.refresh_views()
-                yield catalog
-                return
-        with _connect(path, lake, settings, read_only=True) as catalog:
-            catalog.refresh_views()
-            if confined:
-                catalog.confine_to_lake()
-            yield catalog
-    finally:
-        _HELD_HERE.discard(str(holder_file))
-        lock.release()
-
-
-@contextmanager
-def _connect(path: Path, lake: Lake, settings: Settings, *, read_only: bool) -> Iterator[Catalog]:
-    con = duckdb.connect(str(path), read_only=read_only)
-    try:
-        if not lake.is_local:
-            con.register_filesystem(lake.fs)
-        yield Catalog(con, lake, settings)
-    finally:
-        con.close()

@@ -1,26 +1,24 @@
-"""Compaction: merge a task's many small results files into one."""
+"""Compaction: DuckLake's maintenance of the lake's table files.
+
+Small files (one per landing batch, many per task) are merged; snapshots
+older than the retention are expired, so time travel reaches back that far;
+files no kept snapshot reads are deleted."""
 
 from __future__ import annotations
 
 from tasks.lake.catalog import Catalog
-from tasks.lake.files import Lake, LakeWrite
 
 
-def compact_results(catalog: Catalog, task_id: str | None = None) -> list[str]:
-    lines = []
-    for task, paths, row_count in catalog.rows("results_files_by_task", [task_id, task_id]):
-        write = LakeWrite(catalog.lake)
-        key = Lake.task_key("results", task, f"part-{write.txn}.parquet")
-        catalog.set_variables(compact_files=[catalog.lake.uri(p) for p in paths])
-        catalog.write_parquet("compact_results", write.staged(key))
+def compact(catalog: Catalog, keep_days: float) -> list[str]:
+    before = _data_files(catalog)
+    catalog.set_variables(keep_days=keep_days)
+    catalog.run("compact_merge")
+    expired = len(catalog.rows("compact_expire"))
+    deleted = len(catalog.rows("compact_cleanup"))
+    after = _data_files(catalog)
+    return [f"table files: {before} before, {after} now (small files merged)",
+            f"snapshots expired: {expired} (older than {keep_days:g} days); unused files deleted: {deleted}"]
 
-        def record(cat: Catalog, task=task, paths=paths, key=key, row_count=row_count) -> None:
-            for old in paths:
-                cat.run("lake_file_remove", [old])
-                cat.run("bundle_move_results_file", [key, old])
-                write.delete_after_commit(old)
-            cat.run("lake_file_add", [key, "results", task, row_count])
 
-        catalog.commit_write(write, record)
-        lines.append(f"{task}: {len(paths)} results files merged into one ({row_count} rows)")
-    return lines or ["nothing to compact"]
+def _data_files(catalog: Catalog) -> int:
+    return catalog.rows("compact_file_count")[0][0]

@@ -1,16 +1,17 @@
-"""The lake's file layout and its atomic writes, behind one fsspec filesystem.
+"""The lake's files besides its tables, behind one fsspec filesystem.
 
-Writers never write a final path directly: files go to `_staging/<txn>/`, the
-catalog commits the transaction together with a `pending_publish` row, and
-only then are the staged files moved into place (and replaced files deleted).
-A crash before the commit leaves only staging debris, which `recover` deletes;
-a crash after it leaves a pending row, which `recover` finishes. Readers
-therefore only ever see whole, committed files.
+The tables' rows are DuckLake's Parquet files under `tables/`. Next to them
+live files the catalog rows point at: each bundle's raw JSON, quarantined
+input, reports and per-run artifacts. Such a file is written whole (to a
+temporary name, then renamed; an object store's put is atomic) before the
+transaction that references it commits, at a key that either names its
+content (raw bundles, quarantine) or belongs to the writer alone (a run's
+files) or is replaced as a whole (a task's report). A file a transaction
+replaces is deleted only after the commit.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import uuid
 from dataclasses import dataclass, field
@@ -18,17 +19,9 @@ from datetime import date
 from pathlib import Path
 
 import fsspec
-import pyarrow as pa
-import pyarrow.parquet as pq
 from fsspec.implementations.local import LocalFileSystem
 
 from tasks.common.settings import Settings
-
-STAGING = "_staging"
-
-
-def new_txn_id() -> str:
-    return uuid.uuid4().hex
 
 
 class Lake:
@@ -44,14 +37,6 @@ class Lake:
         return f"raw/task_id={task_id}/query_id={query_id}/{content_hash}.json"
 
     @staticmethod
-    def results_key(task_id: str, txn: str) -> str:
-        return f"results/task_id={task_id}/part-{txn}.parquet"
-
-    @staticmethod
-    def consolidated_key(task_id: str) -> str:
-        return f"consolidated/task_id={task_id}/consolidated.parquet"
-
-    @staticmethod
     def quarantine_key(sha256: str, suffix: str) -> str:
         return f"quarantine/{date.today().isoformat()}/{sha256}{suffix}"
 
@@ -65,14 +50,6 @@ class Lake:
         """Per-run artifacts: plan.json, llm answers, events.jsonl."""
         return f"runs/task_id={task_id}/run_id={run_id}/{name}"
 
-    @staticmethod
-    def template_key(kind: str) -> str:
-        return f"_schema/{kind}.parquet"
-
-    @staticmethod
-    def task_key(kind: str, task_id: str, name: str) -> str:
-        return f"{kind}/task_id={task_id}/{name}"
-
     # -- paths ----------------------------------------------------------
     def uri(self, key: str) -> str:
         full = f"{self.root}/{key}"
@@ -85,42 +62,30 @@ class Lake:
         return self.fs.exists(self._path(key))
 
     def write_bytes(self, key: str, data: bytes) -> None:
+        """Write the file whole: readers see the old content or the new, never a part."""
         path = self._path(key)
         self.fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
-        with self.fs.open(path, "wb") as handle:
-            handle.write(data)
+        if not self.is_local:  # an object store's put is atomic
+            with self.fs.open(path, "wb") as handle:
+                handle.write(data)
+            return
+        partial = f"{path}.{uuid.uuid4().hex}.part"
+        try:
+            with open(partial, "wb") as handle:
+                handle.write(data)
+            os.replace(partial, path)
+        finally:
+            if os.path.exists(partial):
+                os.remove(partial)
 
     def read_bytes(self, key: str) -> bytes:
         with self.fs.open(self._path(key), "rb") as handle:
             return handle.read()
 
-    def write_parquet(self, key: str, table: pa.Table, **options) -> None:
-        """`options` go to pyarrow.parquet.write_table (row_group_size, ...)."""
-        pq.write_table(table, self._path(key), filesystem=None if self.is_local else self.fs, **options)
-
-    def read_parquet(self, key: str) -> pa.Table:
-        return pq.read_table(self._path(key), filesystem=None if self.is_local else self.fs)
-
-    def prepare_dir(self, key: str) -> None:
-        self.fs.makedirs(self._path(key).rsplit("/", 1)[0], exist_ok=True)
-
     def delete(self, key: str) -> None:
         path = self._path(key)
         if self.fs.exists(path):
             self.fs.rm(path, recursive=True)
-
-    def move(self, src: str, dst: str) -> None:
-        self.prepare_dir(dst)
-        if self.is_local:
-            os.replace(self._path(src), self._path(dst))
-        else:
-            self.fs.mv(self._path(src), self._path(dst))
-
-    def staging_dirs(self) -> list[str]:
-        base = self._path(STAGING)
-        if not self.fs.exists(base):
-            return []
-        return [p.rstrip("/").rsplit("/", 1)[-1] for p in self.fs.ls(base, detail=False)]
 
 
 def run_logs_root(settings: Settings) -> Path:
@@ -137,38 +102,18 @@ def _first_protocol(fs) -> str:
 
 @dataclass
 class LakeWrite:
-    """Files staged by one transaction, published only after its commit."""
+    """The files of one transaction: written whole at once, while files it
+    replaces are deleted only after the commit."""
 
     lake: Lake
-    txn: str = field(default_factory=new_txn_id)
-    moves: dict[str, str] = field(default_factory=dict)
     deletes: list[str] = field(default_factory=list)
 
-    def staged(self, final_key: str) -> str:
-        """The staging key under which to write `final_key`; its parent exists."""
-        key = f"{STAGING}/{self.txn}/{final_key}"
-        self.moves[key] = final_key
-        self.lake.prepare_dir(key)
-        return key
-
-    def stage_bytes(self, final_key: str, data: bytes) -> None:
-        self.lake.write_bytes(self.staged(final_key), data)
+    def put(self, key: str, data: bytes) -> None:
+        self.lake.write_bytes(key, data)
 
     def delete_after_commit(self, key: str) -> None:
         self.deletes.append(key)
 
-    @property
-    def plan_json(self) -> str:
-        return json.dumps({"moves": self.moves, "deletes": self.deletes})
-
-
-def publish(lake: Lake, txn: str, plan_json: str) -> None:
-    """Move staged files into place and drop replaced ones; safe to repeat."""
-    plan = json.loads(plan_json)
-    for staged, final in plan["moves"].items():
-        if lake.exists(staged):
-            lake.move(staged, final)
-    for key in plan["deletes"]:
-        if key not in plan["moves"].values():
-            lake.delete(key)
-    lake.delete(f"{STAGING}/{txn}")
+    def delete_replaced(self) -> None:
+        for key in self.deletes:
+            self.lake.delete(key)

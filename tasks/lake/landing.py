@@ -1,7 +1,7 @@
 """Landing: write validated bundles into the lake atomically.
 
-A batch of bundles becomes one Parquet file of items per task, one raw JSON
-file per bundle, and catalog rows, all committed in one transaction. A file
+A batch of bundles becomes rows of the `results` and `bundle_catalog` tables
+(one raw JSON file per bundle beside them), committed in one transaction. A file
 that cannot land goes to quarantine with a machine-readable reason; the rest
 of the batch still lands.
 
@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from schemas import rows
 from schemas.bundle import SearchResultBundle
@@ -32,9 +31,6 @@ from tasks.lake.validation import (FileRoots, ReadyBundle, Refusal, Submission, 
                                    library_roots, prepared, read_submissions, same_document, workers_for)
 
 BATCH_ITEMS = 250_000
-# Row groups are DuckDB's unit of parallel reading: several per results file
-# let consolidation read one file on every core.
-RESULTS_ROW_GROUP = 64 * 1024
 _DIGITS = re.compile(r"\d+")
 
 
@@ -152,7 +148,7 @@ def _plan(catalog: Catalog, batch: list[ReadyBundle], replace: bool) -> _Plan:
         existing = landed.get(key)
         if not existing:
             plan.new.append(cand)
-        elif _same_bundle(cand, existing[0][1], lambda: catalog.lake.read_bytes(existing[0][3])):
+        elif _same_bundle(cand, existing[0][1], lambda: catalog.lake.read_bytes(existing[0][2])):
             plan.unchanged.append(cand)
         elif replace:
             plan.replacing.append((cand, existing[0]))
@@ -173,7 +169,8 @@ def _same_bundle(cand: ReadyBundle, other_hash: str, other_raw) -> bool:
 
 
 def _landed_bundles(catalog: Catalog, keys: set[tuple[str, str]]) -> dict[tuple[str, str], list[tuple]]:
-    """bundle_lookup for every (task_id, query_id) of a batch, in one query."""
+    """The landed bundles (bundle_uid, content_hash, raw_path) of every
+    (task_id, query_id) of a batch, first landed first, in one query."""
     if not keys:
         return {}
     task_ids, query_ids = zip(*sorted(keys))
@@ -203,85 +200,62 @@ def _conflict(cand: ReadyBundle, message: str) -> Refusal:
                    query_id=cand.query_id, raw=cand.raw)
 
 
-# A results file rewritten without the rows of replaced bundles: (old file,
-# new file or None when no row is left, task, rows).
-_Rewrite = tuple[str, str | None, str, int]
-
-
 def _land_batch(catalog: Catalog, batch: list[ReadyBundle], refused: list[Refusal], replace: bool) -> LandingReport:
-    plan = _plan(catalog, batch, replace)
-    refused = refused + plan.refused
-    landing = plan.new + [cand for cand, _ in plan.replacing]
+    """Write the batch's raw files, then record its bundles, items and
+    refusals in one transaction (planned again from the committed state if
+    another writer's commit conflicts)."""
     write = LakeWrite(catalog.lake)
-    results_files = _stage_landing(catalog.lake, write, landing)
-    rewrites = _stage_rewrites(catalog, write, plan.replacing)
-    quarantined = [(r, _stage_quarantine(write, r)) for r in refused]
+    for cand in batch:  # content-addressed: rewriting the same bytes is harmless
+        write.put(Lake.raw_key(cand.task_id, cand.query_id, cand.content_hash), cand.raw)
 
-    def record(cat: Catalog) -> None:
-        seq = cat.rows("next_landing_seq")[0][0]
+    def record(cat: Catalog) -> _Plan:
+        write.deletes.clear()
+        plan = _plan(cat, batch, replace)
+        quarantined = [(r, _put_quarantined(write, r)) for r in refused + plan.refused]
         _record_replaced(cat, write, plan.replacing)
-        _record_rewrites(cat, write, rewrites)
-        for task, (key, n) in results_files.items():
-            cat.run("lake_file_add", [key, "results", task, n])
+        landing = plan.new + [cand for cand, _ in plan.replacing]
         if landing:
-            with _registered(cat, "landing_bundles", _bundle_rows(landing, results_files, seq)):
+            with _registered(cat, "landing_bundles", _bundle_rows(landing)):
                 cat.run("bundle_insert_batch")
+            with _registered(cat, "landing_items", results_table(landing)):
+                cat.run("results_insert_batch")
         _record_quarantined(cat, quarantined)
+        return plan
 
-    catalog.commit_write(write, record)
+    plan = catalog.transaction(record, write)
+    landing = plan.new + [cand for cand, _ in plan.replacing]
+    if landing:
+        _drop_raced_duplicates(catalog, {(c.task_id, c.query_id) for c in landing})
     return LandingReport(
         landed=[(c.task_id, c.query_id, c.header.item_count) for c in landing],
         replaced=[(c.task_id, c.query_id) for c, _ in plan.replacing],
         unchanged=[(c.task_id, c.query_id) for c in plan.unchanged],
-        refused=refused,
+        refused=refused + plan.refused,
     )
 
 
-def _stage_landing(lake: Lake, write: LakeWrite, landing: list[ReadyBundle]) -> dict[str, tuple[str, int]]:
-    """Stage each bundle's raw JSON and one results file per task; returns
-    {task: (results file, rows)}."""
-    by_task: dict[str, list[ReadyBundle]] = defaultdict(list)
-    for cand in landing:
-        by_task[cand.task_id].append(cand)
-        write.stage_bytes(Lake.raw_key(cand.task_id, cand.query_id, cand.content_hash), cand.raw)
-    results_files: dict[str, tuple[str, int]] = {}
-    for task, cands in by_task.items():
-        key = Lake.results_key(task, write.txn)
-        table = results_table(cands)
-        lake.write_parquet(write.staged(key), table, row_group_size=RESULTS_ROW_GROUP)
-        results_files[task] = (key, table.num_rows)
-    return results_files
+def _drop_raced_duplicates(catalog: Catalog, keys: set[tuple[str, str]]) -> None:
+    """Two writers that landed the same task_id and query_id at the same
+    moment both committed (tables have no keys to stop them): whoever looks
+    after committing sees both, and the bundle that landed first stays. The
+    later committer always sees the earlier one, so one of the two cleans up."""
+    def drop(cat: Catalog) -> None:
+        for (task_id, _query), landed in _landed_bundles(cat, keys).items():
+            for uid, *_ in landed[1:]:
+                cat.run("bundle_delete", [uid])
+                cat.run("bundle_items_delete", [uid])
+                cat.run("cursor_mark_rebuild", [task_id])
+
+    if any(len(found) > 1 for found in _landed_bundles(catalog, keys).values()):
+        catalog.transaction(drop)
 
 
-def _stage_rewrites(catalog: Catalog, write: LakeWrite,
-                    replacing: list[tuple[ReadyBundle, tuple]]) -> list[_Rewrite]:
-    """Rewrite the results files that hold replaced bundles without their rows."""
-    dropped: dict[str, set[str]] = defaultdict(set)
-    task_of: dict[str, str] = {}
-    for cand, (old_uid, _hash, old_file, _raw) in replacing:
-        if old_file:
-            dropped[old_file].add(old_uid)
-            task_of[old_file] = cand.task_id
-    rewrites = []
-    lake = catalog.lake
-    for old_file, uids in dropped.items():
-        table = lake.read_parquet(old_file)
-        kept = table.filter(pc.invert(pc.is_in(table["bundle_uid"], pa.array(sorted(uids)))))
-        if kept.num_rows == 0:
-            rewrites.append((old_file, None, task_of[old_file], 0))
-            continue
-        new_key = Lake.task_key("results", task_of[old_file], f"part-{write.txn}-r{len(rewrites)}.parquet")
-        lake.write_parquet(write.staged(new_key), kept, row_group_size=RESULTS_ROW_GROUP)
-        rewrites.append((old_file, new_key, task_of[old_file], kept.num_rows))
-    return rewrites
-
-
-def _stage_quarantine(write: LakeWrite, refusal: Refusal) -> str | None:
+def _put_quarantined(write: LakeWrite, refusal: Refusal) -> str | None:
     if refusal.raw is None:
         return None
     suffix = Path(refusal.source).suffix[:10] if "." in Path(refusal.source).name else ".json"
     key = Lake.quarantine_key(_sha(refusal.raw), suffix or ".json")  # type: ignore[arg-type]
-    write.stage_bytes(key, refusal.raw)
+    write.put(key, refusal.raw)
     return key
 
 
@@ -290,22 +264,14 @@ def _sha(raw: bytes | None) -> str | None:
 
 
 def _record_replaced(cat: Catalog, write: LakeWrite, replacing: list[tuple[ReadyBundle, tuple]]) -> None:
-    for cand, (old_uid, _hash, _file, old_raw) in replacing:
+    for cand, (old_uid, _hash, old_raw) in replacing:
         cat.run("bundle_delete", [old_uid])
+        cat.run("bundle_items_delete", [old_uid])
         # Consolidation is incremental and may already hold the replaced rows:
         # the task's next consolidation starts over.
         cat.run("cursor_mark_rebuild", [cand.task_id])
-        if old_raw:
+        if old_raw and old_raw != Lake.raw_key(cand.task_id, cand.query_id, cand.content_hash):
             write.delete_after_commit(old_raw)
-
-
-def _record_rewrites(cat: Catalog, write: LakeWrite, rewrites: list[_Rewrite]) -> None:
-    for old, new, task, n in rewrites:
-        cat.run("lake_file_remove", [old])
-        if new:
-            cat.run("lake_file_add", [new, "results", task, n])
-            cat.run("bundle_move_results_file", [new, old])
-        write.delete_after_commit(old)
 
 
 def _record_quarantined(cat: Catalog, quarantined: list[tuple[Refusal, str | None]]) -> None:
@@ -325,11 +291,11 @@ _BUNDLE_ROWS = pa.schema([
     ("provider", pa.string()), ("executed_at", pa.timestamp("us", tz="UTC")), ("item_count", pa.int64()),
     ("total_returned", pa.int64()), ("kept_after_filter", pa.int64()), ("failed_count", pa.int64()),
     ("dedup_count", pa.int64()), ("duration_ms", pa.int64()), ("content_hash", pa.string()), ("raw_path", pa.string()),
-    ("results_file", pa.string()), ("source_file", pa.string()), ("landing_seq", pa.int64()),
+    ("source_file", pa.string()),
 ])
 
 
-def _bundle_rows(cands: list[ReadyBundle], results_files: dict[str, tuple[str, int]], seq: int) -> pa.Table:
+def _bundle_rows(cands: list[ReadyBundle]) -> pa.Table:
     """The bundle_catalog rows of the landed bundles (landed_at is the commit's now())."""
     records = []
     for cand in cands:
@@ -338,8 +304,7 @@ def _bundle_rows(cands: list[ReadyBundle], results_files: dict[str, tuple[str, i
             cand.uid, h.task_id, h.query_id, natural_sort_key(h.query_id), h.query_text, h.query_intent,
             h.provider, h.executed_at, h.item_count, h.total_returned, h.kept_after_filter,
             h.failed_count, h.dedup_count, h.duration_ms, cand.content_hash,
-            Lake.raw_key(h.task_id, h.query_id, cand.content_hash), results_files[h.task_id][0],
-            cand.source, seq,
+            Lake.raw_key(h.task_id, h.query_id, cand.content_hash), cand.source,
         ))
     columns = zip(*records)
     return pa.Table.from_arrays([pa.array(c, f.type) for c, f in zip(columns, _BUNDLE_ROWS)], schema=_BUNDLE_ROWS)

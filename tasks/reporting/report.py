@@ -316,9 +316,9 @@ def store_report(catalog: Catalog, task_id: str, report: ResearchReport, synthes
                                            "model": report.model or blueprint})
     keys = report_keys(task_id)
     write = LakeWrite(catalog.lake)
-    write.stage_bytes(keys["md"], render_markdown(report).encode("utf-8"))
-    write.stage_bytes(keys["json"], render_json(report).encode("utf-8"))
-    write.stage_bytes(keys["html"], render_html(report).encode("utf-8"))
+    write.put(keys["md"], render_markdown(report).encode("utf-8"))
+    write.put(keys["json"], render_json(report).encode("utf-8"))
+    write.put(keys["html"], render_html(report).encode("utf-8"))
 
     def record(cat: Catalog) -> None:
         cat.run("report_delete", [task_id])
@@ -327,7 +327,7 @@ def store_report(catalog: Catalog, task_id: str, report: ResearchReport, synthes
         for row in citation_rows(task_id, report):
             cat.run("report_citation_insert", row)
 
-    catalog.commit_write(write, record)
+    catalog.transaction(record, write)
     return keys
 
 

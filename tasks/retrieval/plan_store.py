@@ -23,16 +23,16 @@ def stored_plan(catalog: Catalog, task_id: str) -> ResearchPlan | None:
 def store_plan(catalog: Catalog, task_id: str, run_id: str, outcome: PlanOutcome) -> str:
     write = LakeWrite(catalog.lake)
     plan_key = Lake.run_key(task_id, run_id, "plan.json")
-    write.stage_bytes(plan_key, outcome.plan.model_dump_json(indent=2).encode())
+    write.put(plan_key, outcome.plan.model_dump_json(indent=2).encode())
     if outcome.raw_answer is not None:
-        write.stage_bytes(Lake.run_key(task_id, run_id, "planner_answer.txt"), outcome.raw_answer.encode())
+        write.put(Lake.run_key(task_id, run_id, "planner_answer.txt"), outcome.raw_answer.encode())
     plan = outcome.plan
 
     def record(cat: Catalog) -> None:
         cat.run("plan_insert", [task_id, run_id, plan.question, plan.planner, plan.fallback_reason,
                                 len(plan.queries), plan.model_dump_json(), outcome.raw_answer, plan_key])
 
-    catalog.commit_write(write, record)
+    catalog.transaction(record, write)
     return plan_key
 
 

@@ -1,0 +1,1 @@
+DELETE FROM results WHERE bundle_uid = ?;

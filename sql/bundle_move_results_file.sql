@@ -1,1 +1,0 @@
-UPDATE bundle_catalog SET results_file = ? WHERE results_file = ?;

@@ -1,0 +1,1 @@
+DELETE FROM consolidated WHERE task_id = ?;

@@ -1,0 +1,1 @@
+DELETE FROM read_cursor WHERE task_id = ?;

@@ -1,1 +1,0 @@
-INSERT INTO lake_files (path, kind, task_id, row_count, written_at) VALUES (?, ?, ?, ?, now());

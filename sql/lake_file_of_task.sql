@@ -1,1 +1,0 @@
-SELECT path FROM lake_files WHERE kind = ? AND task_id = ?;

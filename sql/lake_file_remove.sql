@@ -1,1 +1,0 @@
-DELETE FROM lake_files WHERE path = ?;

@@ -1,1 +1,0 @@
-SELECT coalesce(max(landing_seq), 0) + 1 FROM bundle_catalog;

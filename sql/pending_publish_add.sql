@@ -1,1 +1,0 @@
-INSERT INTO pending_publish (txn_id, plan, created_at) VALUES (?, ?, now());

@@ -1,1 +1,0 @@
-DELETE FROM pending_publish WHERE txn_id = ?;

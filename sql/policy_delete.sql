@@ -1,0 +1,1 @@
+DELETE FROM search_policy WHERE demand_id = ?;
