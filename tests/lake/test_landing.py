@@ -9,7 +9,7 @@ import pytest
 
 from schemas.urls import source_id_for
 from tasks.lake.catalog import open_catalog
-from tasks.lake.compaction import compact_results
+from tasks.lake.compaction import compact
 
 
 def three_bundles(inbox, new_bundle, new_item):
@@ -237,23 +237,24 @@ def test_replace_swaps_the_bundle_and_the_next_consolidate_rebuilds(lake, inbox,
 
 
 def test_compaction_keeps_every_row_and_the_views_still_answer(lake, inbox, new_bundle, new_item):
-    for n in range(1, 5):  # one ingest per bundle: four small results files
+    for n in range(1, 5):  # one ingest per bundle: four small landings
         lake.ingest(inbox.write(new_bundle(f"q{n}", [new_item(f"https://a.example/{n % 2}/{i}", 0.1 * i)
-                                                     for i in range(5)])))
+                                                     for i in range(40)])))
         if n == 2:
             lake.consolidate()
     lake.consolidate()
     every_row = lake.rows("SELECT * FROM results ORDER BY query_id, item_index")
     consolidated = lake.consolidated()
-    assert len(lake.files_under("results/")) == 4
+    bundles = lake.rows("SELECT * FROM bundles ORDER BY query_id")
 
     with open_catalog(lake.settings, "test-compact") as catalog:
-        lines = compact_results(catalog)
+        lines = compact(catalog, keep_days=0)
+        files_left = catalog.rows("compact_file_count")[0][0]
 
-    assert lines == ["t1: 4 results files merged into one (20 rows)"]
-    assert len(lake.files_under("results/")) == 1
+    before = int(lines[0].split()[2])
+    assert files_left < before  # the four results files are one now
     assert lake.rows("SELECT * FROM results ORDER BY query_id, item_index") == every_row
-    assert lake.rows("SELECT DISTINCT results_file FROM bundles") == [(lake.files_under("results/")[0],)]
+    assert lake.rows("SELECT * FROM bundles ORDER BY query_id") == bundles
     assert lake.consolidated() == consolidated
     assert lake.consolidate().nothing_new
     lake.consolidate(rebuild=True)
