@@ -187,6 +187,11 @@ class LakeDriver:
         return {str(p.relative_to(self.root)): hashlib.sha256(p.read_bytes()).hexdigest()
                 for p in sorted(self.root.rglob("*")) if p.is_file()}
 
+    def orphan_table_files(self) -> list[str]:
+        from tasks.lake.compaction import orphan_table_files
+        with open_catalog(self.settings, "test-orphans", read_only=True) as catalog:
+            return orphan_table_files(catalog)
+
     def files_under(self, prefix: str) -> list[str]:
         return [path for path in self.files() if path.startswith(prefix)]
 

@@ -33,6 +33,14 @@ class Settings(BaseSettings):
         "The DuckLake catalog: a file path (embedded, one machine) or DuckLake's metadata "
         "connection string, e.g. postgres:dbname=lake host=db user=searchlake"))
     lock_timeout: float = Field(default=30.0, ge=0, description="Seconds to wait for a busy catalog")
+    # an s3:// lake: the usual AWS variables, read by the engine and by s3fs alike
+    aws_access_key_id: SecretStr | None = Field(default=None, validation_alias=AliasChoices("AWS_ACCESS_KEY_ID"))
+    aws_secret_access_key: SecretStr | None = Field(default=None, validation_alias=AliasChoices(
+        "AWS_SECRET_ACCESS_KEY"))
+    aws_session_token: SecretStr | None = Field(default=None, validation_alias=AliasChoices("AWS_SESSION_TOKEN"))
+    aws_region: str | None = Field(default=None, validation_alias=AliasChoices("AWS_REGION", "AWS_DEFAULT_REGION"))
+    aws_endpoint_url: str | None = Field(default=None, validation_alias=AliasChoices("AWS_ENDPOINT_URL",
+                                                                                      "AWS_ENDPOINT_URL_S3"))
 
     weight_relevance: float = Field(default=0.6, ge=0)
     weight_freshness: float = Field(default=0.2, ge=0)

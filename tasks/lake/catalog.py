@@ -28,11 +28,12 @@ from importlib import import_module
 from importlib.resources import files
 from pathlib import Path
 from typing import TypeVar
+from urllib.parse import urlsplit
 
 import duckdb
 from filelock import FileLock, Timeout
 
-from tasks.common.settings import Settings
+from tasks.common.settings import Settings, secret_value
 from tasks.lake.files import Lake, LakeWrite
 from tasks.lake.sqlfiles import sql, sql_group
 
@@ -150,10 +151,15 @@ def _connect(settings: Settings, lake: Lake, *, read_only: bool) -> Iterator[Cat
         con.execute("SET autoinstall_known_extensions = false; SET autoload_known_extensions = false")
         _load_extension(con, "ducklake")
         if not settings.catalog_is_embedded:
-            _load_extension(con, "postgres")
+            _install_catalog_client(con, settings)
         if not lake.is_local:
-            con.register_filesystem(lake.fs)
-        options = [f"DATA_PATH {_literal(lake.uri(TABLES_FOLDER))}"] + (["READ_ONLY"] if read_only else [])
+            _load_extension(con, "httpfs")
+            _create_s3_secret(con, settings)
+        options = [f"DATA_PATH {_literal(lake.uri(TABLES_FOLDER))}"]
+        if settings.catalog_is_embedded:  # the home may have moved; a shared catalog's path must match
+            options.append("OVERRIDE_DATA_PATH true")
+        if read_only:
+            options.append("READ_ONLY")
         con.execute(f"ATTACH {_literal('ducklake:' + settings.catalog_location)} AS {ALIAS} ({', '.join(options)})")
         con.execute(f"USE {ALIAS}")
         yield Catalog(con, lake, settings)
@@ -164,9 +170,41 @@ def _connect(settings: Settings, lake: Lake, *, read_only: bool) -> Iterator[Cat
 def _load_extension(con: duckdb.DuckDBPyConnection, name: str) -> None:
     """Extensions come from their PyPI packages (duckdb-extension-<name>):
     DuckDB would otherwise download them, which needs the internet."""
+    con.execute(f"LOAD {_literal(_extension_file(name))}")
+
+
+def _extension_file(name: str) -> str:
     package = files(import_module(f"duckdb_extension_{name}"))
-    path = package / "extensions" / f"v{duckdb.__version__}" / f"{name}.duckdb_extension"
-    con.execute(f"LOAD {_literal(str(path))}")
+    return str(package / "extensions" / f"v{duckdb.__version__}" / f"{name}.duckdb_extension")
+
+
+def _install_catalog_client(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
+    """ATTACH 'ducklake:postgres:...' loads the PostgreSQL client extension
+    by its own name (postgres_scanner) from the extension directory: it is
+    installed there from its package, once per home."""
+    folder = Path(settings.home) / "extensions"
+    folder.mkdir(parents=True, exist_ok=True)
+    con.execute("SET extension_directory = ?", [str(folder)])
+    with FileLock(str(folder / ".install.lock")):
+        con.execute(f"INSTALL {_literal(_extension_file('postgres'))}")
+
+
+def _create_s3_secret(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
+    """The engine's S3 credentials for this connection only (never stored),
+    from the same AWS_* variables s3fs reads."""
+    parts, values = ["TYPE s3"], []
+    for key, value in (("KEY_ID", secret_value(settings.aws_access_key_id)),
+                       ("SECRET", secret_value(settings.aws_secret_access_key)),
+                       ("SESSION_TOKEN", secret_value(settings.aws_session_token)),
+                       ("REGION", settings.aws_region)):
+        if value:
+            parts.append(f"{key} ?")
+            values.append(value)
+    if settings.aws_endpoint_url:
+        endpoint = urlsplit(settings.aws_endpoint_url)
+        parts += ["ENDPOINT ?", "URL_STYLE 'path'", f"USE_SSL {str(endpoint.scheme == 'https').lower()}"]
+        values.append(endpoint.netloc)
+    con.execute(f"CREATE SECRET lake_s3 ({', '.join(parts)})", values)
 
 
 def _literal(text: str) -> str:

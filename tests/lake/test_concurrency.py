@@ -74,10 +74,8 @@ def write_bundles(inbox, new_bundle, new_item, prefix: str, queries: range, item
 
 
 def assert_lake_is_settled(lake) -> None:
-    assert lake.files_under("_staging") == []
-    assert lake.rows("SELECT count(*) FROM pending_publish")[0][0] == 0
-    listed = sum(n for (n,) in lake.rows("SELECT row_count FROM lake_files WHERE kind = 'results'"))
-    assert listed == lake.count("results")
+    assert lake.orphan_table_files() == []
+    assert lake.rows("SELECT sum(item_count) FROM bundles")[0][0] == lake.count("results")
 
 
 def test_two_ingests_at_once_both_land(cli, lake, inbox, new_bundle, new_item, hold_catalog):

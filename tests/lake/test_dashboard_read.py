@@ -1,28 +1,66 @@
-"""A dashboard reads the lake's Parquet files directly, with no searchlake code
-(Polars here), and sees exactly what analysts see through the SQL views."""
+"""A dashboard reads the lake with no searchlake code: plain DuckDB with the
+DuckLake extension attaches the catalog read-only (Polars takes the rows
+from there), and sees exactly what analysts see through `searchlake sql`,
+including the rows of small commits that DuckLake keeps inside the catalog
+rather than in Parquet files."""
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
+
+import duckdb
 import polars as pl
 
 
-def test_a_dashboard_reads_consolidated_and_results_with_hive_partitions(lake, inbox, new_bundle, new_item):
+def ducklake_extension() -> str:
+    package = Path(next(iter(importlib.util.find_spec("duckdb_extension_ducklake").submodule_search_locations)))
+    return str(package / "extensions" / f"v{duckdb.__version__}" / "ducklake.duckdb_extension")
+
+
+def dashboard_connection(catalog_file: Path) -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect()
+    con.execute(f"LOAD '{ducklake_extension()}'")
+    con.execute(f"ATTACH 'ducklake:{catalog_file}' AS lake (READ_ONLY)")
+    return con
+
+
+def test_a_dashboard_reads_consolidated_and_results(lake, inbox, new_bundle, new_item, settings):
     inbox.write(new_bundle("q1", [new_item("https://a.example/1", 0.9), new_item("https://b.example/2", 0.4)]))
     inbox.write(new_bundle("q2", [new_item("https://b.example/2", 0.8), new_item("https://c.example/3", 0.7)]))
-    inbox.write(new_bundle("q1", [new_item("https://d.example/4", 0.5)], task_id="t2"), "t2-q1.json")
+    inbox.write(new_bundle("q1", [new_item(f"https://d.example/{n}", 0.5) for n in range(30)], task_id="t2"),
+                "t2-q1.json")
     lake.ingest(inbox.folder)
     lake.consolidate("t1")
     lake.consolidate("t2")
 
-    consolidated = (pl.scan_parquet(lake.root / "consolidated" / "*" / "consolidated.parquet", hive_partitioning=True)
-                    .sort("task_id", "final_rank").collect())
+    con = dashboard_connection(settings.catalog_path)
+    consolidated = con.sql("SELECT task_id, source_id, url, final_rank, seen_count FROM lake.consolidated").pl()
+    consolidated = consolidated.sort("task_id", "final_rank")
     through_sql = lake.dicts("select task_id, source_id, url, final_rank, seen_count from consolidated "
                              "order by task_id, final_rank")
-    assert consolidated.select("task_id", "source_id", "url", "final_rank", "seen_count").to_dicts() == through_sql
+    assert consolidated.to_dicts() == through_sql
     # b was first read in q1 (0.4): the first occurrence wins, then rank by score_final
     assert consolidated.filter(pl.col("task_id") == "t1")["url"].to_list() == [
         "https://a.example/1", "https://c.example/3", "https://b.example/2"]
 
-    results = pl.scan_parquet(lake.root / "results" / "*" / "*.parquet", hive_partitioning=True)
-    per_task = results.group_by("task_id").agg(pl.len().alias("items")).sort("task_id").collect()
-    assert per_task.to_dicts() == [{"task_id": "t1", "items": 4}, {"task_id": "t2", "items": 1}]
+    per_task = con.sql("SELECT task_id, count(*) AS items FROM lake.results GROUP BY task_id ORDER BY task_id").pl()
+    assert per_task.to_dicts() == [{"task_id": "t1", "items": 4}, {"task_id": "t2", "items": 30}]
+    con.close()
+
+
+def test_a_dashboard_can_look_back_at_an_earlier_snapshot(lake, inbox, new_bundle, new_item, settings):
+    lake.ingest(inbox.write(new_bundle("q1", [new_item("https://a.example/1", 0.9)])))
+    lake.consolidate()
+    con = dashboard_connection(settings.catalog_path)
+    before = con.sql("SELECT max(snapshot_id) FROM lake.snapshots()").fetchone()[0]
+    con.close()
+    lake.ingest(inbox.write(new_bundle("q2", [new_item("https://b.example/2", 0.95)])))
+    lake.consolidate()
+
+    con = dashboard_connection(settings.catalog_path)
+    then = con.sql(f"SELECT url FROM lake.consolidated AT (VERSION => {before}) ORDER BY final_rank").fetchall()
+    now = con.sql("SELECT url FROM lake.consolidated ORDER BY final_rank").fetchall()
+    con.close()
+    assert then == [("https://a.example/1",)]
+    assert now == [("https://b.example/2",), ("https://a.example/1",)]

@@ -31,11 +31,10 @@ def test_a_folder_lands_as_one_transaction(lake, inbox, new_bundle, new_item):
     assert lake.rows("SELECT query_id, item_count, total_returned FROM bundles ORDER BY query_id") == [
         ("q1", 4, 4), ("q2", 4, 4), ("q3", 4, 4)]
     assert lake.count("results") == 12
-    # One Parquet file of items for the batch, one raw JSON per bundle, no staging left behind.
-    assert len(lake.files_under("results/task_id=t1/")) == 1
+    # One commit: one snapshot holds the three bundles; one raw JSON per bundle, no stray files.
+    assert lake.rows("SELECT count(DISTINCT landing_seq) FROM bundles") == [(1,)]
     assert len(lake.files_under("raw/task_id=t1/")) == 3
-    assert lake.files_under("_staging") == []
-    assert lake.rows("SELECT count(*) FROM pending_publish")[0][0] == 0
+    assert lake.orphan_table_files() == []
 
 
 def test_results_rows_carry_the_bundle_and_item_fields(lake, inbox, new_bundle, new_item):
@@ -238,7 +237,7 @@ def test_replace_swaps_the_bundle_and_the_next_consolidate_rebuilds(lake, inbox,
 
 def test_compaction_keeps_every_row_and_the_views_still_answer(lake, inbox, new_bundle, new_item):
     for n in range(1, 5):  # one ingest per bundle: four small landings
-        lake.ingest(inbox.write(new_bundle(f"q{n}", [new_item(f"https://a.example/{n % 2}/{i}", 0.1 * i)
+        lake.ingest(inbox.write(new_bundle(f"q{n}", [new_item(f"https://a.example/{n % 2}/{i}", 0.02 * i)
                                                      for i in range(40)])))
         if n == 2:
             lake.consolidate()
@@ -247,12 +246,13 @@ def test_compaction_keeps_every_row_and_the_views_still_answer(lake, inbox, new_
     consolidated = lake.consolidated()
     bundles = lake.rows("SELECT * FROM bundles ORDER BY query_id")
 
-    with open_catalog(lake.settings, "test-compact") as catalog:
-        lines = compact(catalog, keep_days=0)
-        files_left = catalog.rows("compact_file_count")[0][0]
+    results_files = "SELECT count(*) FROM ducklake_list_files('lake', 'results')"
+    assert lake.rows(results_files) == [(4,)]
 
-    before = int(lines[0].split()[2])
-    assert files_left < before  # the four results files are one now
+    with open_catalog(lake.settings, "test-compact") as catalog:
+        compact(catalog, keep_days=0)
+
+    assert lake.rows(results_files) == [(1,)]
     assert lake.rows("SELECT * FROM results ORDER BY query_id, item_index") == every_row
     assert lake.rows("SELECT * FROM bundles ORDER BY query_id") == bundles
     assert lake.consolidated() == consolidated

@@ -47,9 +47,7 @@ def test_the_lake_lives_in_the_bucket(s3_env):
     assert searchlake(env, "demo").returncode == 0
     stored = keys(client)
     assert any(k.startswith("prefix/raw/task_id=sample/query_id=q10/") for k in stored)
-    assert any(k.startswith("prefix/results/task_id=sample/part-") for k in stored)
-    assert "prefix/consolidated/task_id=sample/consolidated.parquet" in stored
-    assert not any("/_staging/" in k for k in stored)
+    assert any(k.startswith("prefix/tables/main/results/task_id=sample/") for k in stored)
     answer = searchlake(env, "sql", "select count(*) from consolidated where task_id = 'sample'", "--format", "csv")
     assert answer.stdout.splitlines()[-1] == "6"
 
@@ -65,4 +63,3 @@ def test_a_research_run_reports_into_the_bucket(s3_env, tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     stored = keys(client)
     assert "prefix/reports/task_id=tides/report.html" in stored
-    assert any(k.startswith("prefix/consolidated/task_id=tides/") for k in stored)

@@ -46,8 +46,8 @@ def writing_statements(target: str) -> list[str]:
 
 def test_no_statement_writes_a_file_anywhere(landed, settings, tmp_path):
     home = Path(settings.home)
-    consolidated = next(home.rglob("consolidated.parquet"))
-    targets = [tmp_path / "outside.csv", consolidated, Path(settings.catalog_path),
+    inside_tables = home / "lake" / "tables" / "main" / "consolidated" / "written.parquet"
+    targets = [tmp_path / "outside.csv", inside_tables, Path(settings.catalog_path),
                Path(str(settings.catalog_path) + ".wal")]
     before = snapshot(home)
     for target in targets:
