@@ -178,12 +178,10 @@ def report_checks(run: QuestionRun, task_id: str, library: str | None) -> None:
 
 def report_json_citations(catalog, task_id: str) -> tuple[list[tuple], list[str]]:
     """(citation rows, the first insight's cited URLs) from the task's report.json."""
-    from tasks.lake.files import Lake
-
-    key = Lake.report_key(task_id, "report.json")
-    if not catalog.lake.exists(key):
+    paths = catalog.rows("report_paths", [task_id])
+    if not paths:
         return [], []
-    doc = json.loads(catalog.lake.read_bytes(key))
+    doc = json.loads(catalog.lake.read_bytes(paths[0][2]))
     synthesis = doc.get("synthesis", doc)
     insights = synthesis.get("synthesized_insights") or []
     items = insights + (synthesis.get("key_data_points") or []) + (synthesis.get("contradictions_or_gaps") or [])

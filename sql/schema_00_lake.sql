@@ -124,6 +124,16 @@ CREATE TABLE IF NOT EXISTS read_cursor (
     needs_rebuild    BOOLEAN NOT NULL
 );
 
+-- A row every consolidation rewrites: two consolidations committing at once
+-- then always conflict (their other deletes may find nothing to delete, the
+-- first time a task is consolidated), and the later one runs again.
+CREATE TABLE IF NOT EXISTS commit_tokens (
+    name       VARCHAR NOT NULL,
+    bumped_at  TIMESTAMPTZ NOT NULL
+);
+INSERT INTO commit_tokens SELECT 'consolidate', now()
+WHERE NOT EXISTS (SELECT 1 FROM commit_tokens WHERE name = 'consolidate');
+
 -- Which version of these schema files the catalog holds.
 CREATE TABLE IF NOT EXISTS searchlake_schema (
     fingerprint VARCHAR NOT NULL,

@@ -44,6 +44,7 @@ TABLES_FOLDER = "tables/"
 # Whole units of work are re-run when a commit conflicts with another
 # writer's (DuckLake itself retries commits that do not conflict).
 CONFLICT_RETRIES = 12
+ATTACH_ATTEMPTS = 5
 
 # What a failed catalog statement raises, for callers outside the lake package.
 CatalogError = duckdb.Error
@@ -160,7 +161,7 @@ def _connect(settings: Settings, lake: Lake, *, read_only: bool) -> Iterator[Cat
             options.append("OVERRIDE_DATA_PATH true")
         if read_only:
             options.append("READ_ONLY")
-        con.execute(f"ATTACH {_literal('ducklake:' + settings.catalog_location)} AS {ALIAS} ({', '.join(options)})")
+        _attach(con, f"ATTACH {_literal('ducklake:' + settings.catalog_location)} AS {ALIAS} ({', '.join(options)})")
         con.execute(f"USE {ALIAS}")
         yield Catalog(con, lake, settings)
     finally:
@@ -171,6 +172,19 @@ def _load_extension(con: duckdb.DuckDBPyConnection, name: str) -> None:
     """Extensions come from their PyPI packages (duckdb-extension-<name>):
     DuckDB would otherwise download them, which needs the internet."""
     con.execute(f"LOAD {_literal(_extension_file(name))}")
+
+
+def _attach(con: duckdb.DuckDBPyConnection, statement: str) -> None:
+    """Processes that meet a fresh shared catalog race to create DuckLake's
+    own tables in it; the losers attach again to the winner's."""
+    for attempt in range(ATTACH_ATTEMPTS):
+        try:
+            con.execute(statement)
+            return
+        except duckdb.Error as exc:
+            if attempt == ATTACH_ATTEMPTS - 1 or "already exists" not in str(exc):
+                raise
+            time.sleep(random.uniform(0.05, 0.2))
 
 
 def _extension_file(name: str) -> str:

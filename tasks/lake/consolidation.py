@@ -62,6 +62,7 @@ def _consolidate(catalog: Catalog, task_id: str, rebuild: bool) -> Consolidation
         last_query, last_source, consumed = cursor[0][0], cursor[0][1], cursor[0][2]
         return ConsolidationReport(task_id, 0, 0, 0, consumed, 0, last_query, last_source, False)
     previous_sources = 0 if rebuild else cursor[0][2]
+    catalog.run("consolidate_token")
     catalog.set_variables(task_id=task_id, from_snapshot=from_snapshot, rebuild=rebuild)
     catalog.run("consolidate_new_items")
     items_read, bundles_read, failed = catalog.rows("new_items_counts")[0]

@@ -41,9 +41,10 @@ class Lake:
         return f"quarantine/{date.today().isoformat()}/{sha256}{suffix}"
 
     @staticmethod
-    def report_key(task_id: str, name: str) -> str:
-        """report.md, report.json, report.html of a task."""
-        return f"reports/task_id={task_id}/{name}"
+    def report_key(task_id: str, report_id: str, name: str) -> str:
+        """report.md, report.json, report.html of a task's report (each
+        published report has its folder; the `reports` row names the current one)."""
+        return f"reports/task_id={task_id}/report_id={report_id}/{name}"
 
     @staticmethod
     def run_key(task_id: str, run_id: str, name: str) -> str:

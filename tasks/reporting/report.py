@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -265,8 +266,8 @@ def render_json(report: ResearchReport) -> str:
 
 # -- the lake ---------------------------------------------------------------------
 
-def report_keys(task_id: str) -> dict[str, str]:
-    return {fmt: Lake.report_key(task_id, name) for fmt, name in FORMATS.items()}
+def report_keys(task_id: str, report_id: str) -> dict[str, str]:
+    return {fmt: Lake.report_key(task_id, report_id, name) for fmt, name in FORMATS.items()}
 
 
 def _row(task_id: str, report: ResearchReport, synthesis: SynthesisResult, keys: dict[str, str]) -> list:
@@ -306,28 +307,38 @@ def citation_rows(task_id: str, report: ResearchReport) -> list[list]:
 
 def store_report(catalog: Catalog, task_id: str, report: ResearchReport, synthesis: SynthesisResult,
                  blueprint: ModelBlueprint | None) -> dict[str, str]:
-    """Stage report.md/.json/.html and record the task's `reports` row and
-    `report_citations` rows in one commit: readers see the old report or the
-    new one, never a mix."""
+    """Write report.md/.json/.html under a folder of their own and record the
+    task's `reports` row and `report_citations` rows in one commit: readers
+    see the old report or the new one, never a mix. The previous report's
+    files go once the commit is in; a failed commit takes the new files back."""
     if report.synthesis is None or report.model is None:
         # report.json should carry its evidence even if the caller built the
         # report by hand; don't mutate the caller's object.
         report = report.model_copy(update={"synthesis": report.synthesis or numbered(synthesis),
                                            "model": report.model or blueprint})
-    keys = report_keys(task_id)
+    keys = report_keys(task_id, uuid.uuid4().hex[:16])
     write = LakeWrite(catalog.lake)
     write.put(keys["md"], render_markdown(report).encode("utf-8"))
     write.put(keys["json"], render_json(report).encode("utf-8"))
     write.put(keys["html"], render_html(report).encode("utf-8"))
 
     def record(cat: Catalog) -> None:
+        write.deletes.clear()
+        for old in cat.rows("report_paths", [task_id]):
+            for key in old:
+                write.delete_after_commit(key)
         cat.run("report_delete", [task_id])
         cat.run("report_insert", _row(task_id, report, report.synthesis, keys))
         cat.run("report_citation_delete", [task_id])
         for row in citation_rows(task_id, report):
             cat.run("report_citation_insert", row)
 
-    catalog.transaction(record, write)
+    try:
+        catalog.transaction(record, write)
+    except BaseException:
+        for key in keys.values():
+            catalog.lake.delete(key)
+        raise
     return keys
 
 

@@ -62,4 +62,4 @@ def test_a_research_run_reports_into_the_bucket(s3_env, tmp_path):
                       "--task-id", "tides", "--target", "3")
     assert done.returncode == 0, done.stdout + done.stderr
     stored = keys(client)
-    assert "prefix/reports/task_id=tides/report.html" in stored
+    assert any(k.startswith("prefix/reports/task_id=tides/report_id=") and k.endswith("/report.html") for k in stored)

@@ -13,7 +13,6 @@ from tasks.lake.catalog import open_catalog
 from tasks.lake.consolidation import UnknownTask, consolidate
 from tasks.synthesis.extractive import extractive_synthesis
 from tasks.lake.landing import land_files
-from tasks.lake.files import STAGING
 from tasks.synthesis.modeling import build_blueprint
 from tasks.reporting.html import render_html
 from tasks.reporting.report import (
@@ -136,13 +135,13 @@ def test_publish_lands_three_files_and_one_reports_row(settings, lake, inbox, ne
     published = publish_report(settings, "t1", PLAN)
     keys = published.keys
     with open_catalog(settings, read_only=True) as catalog:
-        assert keys == {"md": "reports/task_id=t1/report.md", "html": "reports/task_id=t1/report.html",
-                        "json": "reports/task_id=t1/report.json"}
+        folder = keys["md"].rsplit("/", 1)[0]
+        assert folder.startswith("reports/task_id=t1/report_id=")
+        assert keys == {"md": f"{folder}/report.md", "html": f"{folder}/report.html", "json": f"{folder}/report.json"}
         assert load_report(catalog, "t1", "md") == published.report.markdown
         assert json.loads(load_report(catalog, "t1", "json"))["markdown"] == published.report.markdown
         assert load_report(catalog, "t1", "html").startswith("<!DOCTYPE html>")
     assert set(lake.files_under("reports/")) == set(keys.values())
-    assert not lake.files_under(STAGING)
     row = lake.dicts("SELECT * FROM reports WHERE task_id = 't1'")[0]
     synthesis = published.report.synthesis
     assert row["question"] == PLAN["question"] and row["language"] == "en" and row["synthesizer"] == "extractive"
@@ -153,9 +152,10 @@ def test_publish_lands_three_files_and_one_reports_row(settings, lake, inbox, ne
     assert row["duration_ms"] >= 0 and row["tokens"] == 0 and row["generated_at"] is not None
 
     # Publishing again replaces the files and the row.
-    publish_report(settings, "t1", None, question="Which build backend reads the table?")
+    again = publish_report(settings, "t1", None, question="Which build backend reads the table?")
     rows = lake.dicts("SELECT question FROM reports")
     assert rows == [{"question": "Which build backend reads the table?"}]
+    assert set(lake.files_under("reports/")) == set(again.keys.values())
     with open_catalog(settings, read_only=True) as catalog:
         assert load_report(catalog, "t1", "md").startswith("# Which build backend reads the table?")
 
@@ -174,12 +174,8 @@ def test_publish_is_atomic_when_the_catalog_write_fails(settings, lake, monkeypa
         with pytest.raises(RuntimeError, match="disk full"):
             store_report(catalog, "t1", report, synthesis, blueprint)
         monkeypatch.undo()
-        assert not catalog.lake.exists("reports/task_id=t1/report.md")
         assert catalog.rows("report_paths", ["t1"]) == []
-    # The next session drops the uncommitted staging debris.
-    with open_catalog(settings):
-        pass
-    assert lake.files_under("reports/") == [] and lake.files_under(STAGING) == []
+    assert lake.files_under("reports/") == []
     assert lake.count("reports") == 0
 
 

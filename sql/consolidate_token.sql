@@ -1,0 +1,1 @@
+UPDATE commit_tokens SET bumped_at = now() WHERE name = 'consolidate';
