@@ -59,10 +59,22 @@ class Catalog:
         self.con = con
         self.lake = lake
         self.settings = settings
+        self._in_transaction = False
 
     def run(self, name: str, params: list | tuple | None = None) -> duckdb.DuckDBPyConnection:
-        """Run the statement kept in sql/<name>.sql."""
-        return self.con.execute(sql(name), params or [])
+        """Run the statement kept in sql/<name>.sql. Outside a transaction it
+        commits by itself, and runs again if that commit conflicts with
+        another writer's (an UPDATE of the same small table, say)."""
+        if self._in_transaction:
+            return self.con.execute(sql(name), params or [])
+        for attempt in range(CONFLICT_RETRIES + 1):
+            try:
+                return self.con.execute(sql(name), params or [])
+            except duckdb.TransactionException as exc:
+                if attempt == CONFLICT_RETRIES or not _is_conflict(exc):
+                    raise
+                _pause(attempt)
+        raise AssertionError("unreachable")
 
     def rows(self, name: str, params: list | tuple | None = None) -> list[tuple]:
         return self.run(name, params).fetchall()
@@ -78,6 +90,7 @@ class Catalog:
         before). Files `write` replaced are deleted once the commit is in."""
         for attempt in range(CONFLICT_RETRIES + 1):
             self.con.begin()
+            self._in_transaction = True
             try:
                 result = work(self)
                 self.con.commit()
@@ -85,11 +98,13 @@ class Catalog:
                 self._rollback()
                 if attempt == CONFLICT_RETRIES or not _is_conflict(exc):
                     raise
-                time.sleep(random.uniform(0.01, 0.05) * (attempt + 1))
+                _pause(attempt)
                 continue
             except BaseException:
                 self._rollback()
                 raise
+            finally:
+                self._in_transaction = False
             if write is not None:
                 write.delete_replaced()
             return result
@@ -119,6 +134,11 @@ class Catalog:
 
 def _is_conflict(exc: duckdb.TransactionException) -> bool:
     return "conflict" in str(exc).lower()
+
+
+def _pause(attempt: int) -> None:
+    """A random, growing wait, so that writers that conflicted do not meet again."""
+    time.sleep(random.uniform(0.01, 0.05) * (attempt + 1))
 
 
 # -- opening a session -----------------------------------------------------------
