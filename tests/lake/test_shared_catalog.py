@@ -10,7 +10,6 @@ import json
 import subprocess
 from pathlib import Path
 
-import pytest
 
 from tasks.common.settings import Settings
 from tasks.lake.catalog import open_catalog
@@ -157,22 +156,10 @@ def test_a_conflicting_commit_is_run_again_on_the_new_snapshot(tmp_path, postgre
     assert shared.count("consolidated") == 15
 
 
-@pytest.fixture
-def bucket(s3_endpoint):
-    boto3 = pytest.importorskip("boto3")
-    client = boto3.client("s3", endpoint_url=s3_endpoint, region_name="us-east-1",
-                          aws_access_key_id="test", aws_secret_access_key="test")
-    client.create_bucket(Bucket="shared")
-    yield client
-    for item in client.list_objects_v2(Bucket="shared").get("Contents", []):
-        client.delete_object(Bucket="shared", Key=item["Key"])
-    client.delete_bucket(Bucket="shared")
-
-
-def test_writers_share_a_bucket_lake_too(tmp_path, postgres_catalog, s3_endpoint, bucket, monkeypatch):
+def test_writers_share_a_bucket_lake_too(tmp_path, postgres_catalog, s3_endpoint, s3_bucket, monkeypatch):
     aws = dict(AWS_ACCESS_KEY_ID="test", AWS_SECRET_ACCESS_KEY="test", AWS_DEFAULT_REGION="us-east-1",
                AWS_ENDPOINT_URL=s3_endpoint)
-    lake = "s3://shared/lake"
+    lake = f"s3://{s3_bucket.name}/lake"
     finish_all(started_together(tmp_path, postgres_catalog, lake, aws))
     for name, value in aws.items():
         monkeypatch.setenv(name, value)
@@ -180,7 +167,7 @@ def test_writers_share_a_bucket_lake_too(tmp_path, postgres_catalog, s3_endpoint
     shared.consolidate()
 
     assert_same_as_calm(shared, calm_reference(tmp_path))
-    keys = [item["Key"] for item in bucket.list_objects_v2(Bucket="shared").get("Contents", [])]
+    keys = s3_bucket.keys()
     assert any(key.startswith("lake/tables/main/results/task_id=t1/") for key in keys)
     assert any(key.startswith("lake/raw/task_id=t1/") for key in keys)
     assert shared.orphan_table_files() == []
