@@ -10,7 +10,6 @@ import json
 import subprocess
 from pathlib import Path
 
-
 from tasks.common.settings import Settings
 from tasks.lake.catalog import open_catalog
 from tasks.lake.consolidation import _consolidate, consolidate
