@@ -34,6 +34,7 @@ from urllib.parse import urlsplit
 import duckdb
 from filelock import FileLock, Timeout
 
+from tasks.common.redaction import redact
 from tasks.common.settings import Settings, secret_value
 from tasks.lake.files import Lake, LakeWrite
 from tasks.lake.sqlfiles import sql, sql_group
@@ -53,6 +54,10 @@ CatalogError = duckdb.Error
 
 class CatalogBusy(RuntimeError):
     """Another searchlake command holds the catalog."""
+
+
+class CatalogUnavailable(RuntimeError):
+    """The catalog cannot be opened: its database server is unreachable, say."""
 
 
 class Catalog:
@@ -247,7 +252,11 @@ def _attach_lake(con: duckdb.DuckDBPyConnection, settings: Settings, lake: Lake,
         options.append("OVERRIDE_DATA_PATH true")
     if read_only:
         options.append("READ_ONLY")
-    _attach(con, f"ATTACH {_literal('ducklake:' + settings.catalog_location)} AS {ALIAS} ({', '.join(options)})")
+    try:
+        _attach(con, f"ATTACH {_literal('ducklake:' + settings.catalog_location)} AS {ALIAS} ({', '.join(options)})")
+    except duckdb.IOException as exc:
+        reason = redact(" ".join(str(exc).split()).rsplit(": ", 1)[-1])
+        raise CatalogUnavailable(f"cannot open the catalog {settings.catalog_shown}: {reason}") from None
 
 
 def _load_extension(con: duckdb.DuckDBPyConnection, name: str) -> None:

@@ -7,6 +7,7 @@ with another writer's is run again."""
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 from pathlib import Path
 
@@ -170,3 +171,17 @@ def test_writers_share_a_bucket_lake_too(tmp_path, postgres_catalog, s3_endpoint
     assert any(key.startswith("lake/tables/main/results/task_id=t1/") for key in keys)
     assert any(key.startswith("lake/raw/task_id=t1/") for key in keys)
     assert shared.orphan_table_files() == []
+
+
+def test_an_unreachable_catalog_is_one_line_without_its_password(tmp_path):
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    catalog = f"postgres:dbname=lake host=127.0.0.1 port={port} user=searchlake password=hunter2-secret"
+    done = subprocess.run(cli_command("sql", "select count(*) from bundles"), capture_output=True, text=True,
+                          timeout=60, env=machine_env(tmp_path / "home", catalog, str(tmp_path / "lake")))
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"error: cannot open the catalog postgres:dbname=lake host=127.0.0.1 port={port} user=searchlake "
+        "password=***: Connection refused Is the server running on that host and accepting TCP/IP connections?"]
+    assert "hunter2" not in done.stdout + done.stderr
