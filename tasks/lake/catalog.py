@@ -73,14 +73,7 @@ class Catalog:
         another writer's (an UPDATE of the same small table, say)."""
         if self._in_transaction:
             return self.con.execute(sql(name), params or [])
-        for attempt in range(CONFLICT_RETRIES + 1):
-            try:
-                return self.con.execute(sql(name), params or [])
-            except duckdb.TransactionException as exc:
-                if attempt == CONFLICT_RETRIES or not _is_conflict(exc):
-                    raise
-                _pause(attempt)
-        raise AssertionError("unreachable")
+        return _retry_conflicts(lambda: self.con.execute(sql(name), params or []))
 
     def rows(self, name: str, params: list | tuple | None = None) -> list[tuple]:
         return self.run(name, params).fetchall()
@@ -94,36 +87,29 @@ class Catalog:
         commit conflicts with another writer's, `work` runs again on the new
         snapshot (so it must decide from what it reads, not from what it read
         before). Files `write` replaced are deleted once the commit is in."""
-        for attempt in range(CONFLICT_RETRIES + 1):
+        def once() -> T:
             self.con.begin()
             self._in_transaction = True
             try:
                 result = work(self)
                 self.con.commit()
-            except duckdb.TransactionException as exc:
-                self._rollback()
-                if attempt == CONFLICT_RETRIES or not _is_conflict(exc):
-                    raise
-                _pause(attempt)
-                continue
+                return result
             except BaseException:
                 self._rollback()
                 raise
             finally:
                 self._in_transaction = False
-            if write is not None:
-                write.delete_replaced()
-            return result
-        raise AssertionError("unreachable")
+
+        result = _retry_conflicts(once)
+        if write is not None:
+            write.delete_replaced()
+        return result
 
     def _rollback(self) -> None:
         try:
             self.con.rollback()
         except duckdb.TransactionException:  # a failed commit already ended it
             pass
-
-    def current_snapshot(self) -> int:
-        return self.con.execute(f"SELECT id FROM {ALIAS}.current_snapshot()").fetchone()[0]
 
     def create_views(self) -> None:
         for statement in sql_group("views_"):
@@ -138,13 +124,17 @@ class Catalog:
         self.con.execute(sql("sandbox_confine"))
 
 
-def _is_conflict(exc: duckdb.TransactionException) -> bool:
-    return "conflict" in str(exc).lower()
-
-
-def _pause(attempt: int) -> None:
-    """A random, growing wait, so that writers that conflicted do not meet again."""
-    time.sleep(random.uniform(0.01, 0.05) * (attempt + 1))
+def _retry_conflicts(attempt_once: Callable[[], T]) -> T:
+    """attempt_once(), again after a random and growing pause (so that the
+    writers that met do not meet again) while its commit conflicts."""
+    for attempt in range(CONFLICT_RETRIES + 1):
+        try:
+            return attempt_once()
+        except duckdb.TransactionException as exc:
+            if attempt == CONFLICT_RETRIES or "conflict" not in str(exc).lower():
+                raise
+            time.sleep(random.uniform(0.01, 0.05) * (attempt + 1))
+    raise AssertionError("unreachable")
 
 
 # -- opening a session -----------------------------------------------------------

@@ -169,7 +169,7 @@ def _same_bundle(cand: ReadyBundle, other_hash: str, other_raw) -> bool:
 
 
 def _landed_bundles(catalog: Catalog, keys: set[tuple[str, str]]) -> dict[tuple[str, str], list[tuple]]:
-    """The landed bundles (bundle_uid, content_hash, raw_path) of every
+    """The landed bundles (bundle_uid, content_hash, raw_path, snapshot) of every
     (task_id, query_id) of a batch, first landed first, in one query."""
     if not keys:
         return {}
@@ -241,9 +241,9 @@ def _drop_raced_duplicates(catalog: Catalog, keys: set[tuple[str, str]]) -> None
     later committer always sees the earlier one, so one of the two cleans up."""
     def drop(cat: Catalog) -> None:
         for (task_id, _query), landed in _landed_bundles(cat, keys).items():
-            for uid, *_ in landed[1:]:
-                cat.run("bundle_delete", [uid])
-                cat.run("bundle_items_delete", [uid])
+            for uid, _hash, _raw, snapshot in landed[1:]:
+                cat.run("bundle_landing_delete", [uid, snapshot])
+                cat.run("bundle_landing_items_delete", [uid, snapshot])
                 cat.run("cursor_mark_rebuild", [task_id])
 
     if any(len(found) > 1 for found in _landed_bundles(catalog, keys).values()):
@@ -264,7 +264,7 @@ def _sha(raw: bytes | None) -> str | None:
 
 
 def _record_replaced(cat: Catalog, write: LakeWrite, replacing: list[tuple[ReadyBundle, tuple]]) -> None:
-    for cand, (old_uid, _hash, old_raw) in replacing:
+    for cand, (old_uid, _hash, old_raw, _snapshot) in replacing:
         cat.run("bundle_delete", [old_uid])
         cat.run("bundle_items_delete", [old_uid])
         # Consolidation is incremental and may already hold the replaced rows:

@@ -1,0 +1,1 @@
+DELETE FROM results WHERE bundle_uid = $1 AND snapshot_id = $2;
