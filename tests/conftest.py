@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -63,6 +64,33 @@ def s3_endpoint():
     server.start()
     yield f"http://127.0.0.1:{port}"
     server.stop()
+
+
+class Bucket:
+    """A bucket of the moto endpoint, emptied and removed after the test."""
+
+    def __init__(self, endpoint: str, name: str):
+        boto3 = pytest.importorskip("boto3")
+        self.name = name
+        self.client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
+                                   aws_access_key_id="test", aws_secret_access_key="test")
+        self.client.create_bucket(Bucket=name)
+
+    def keys(self, prefix: str = "") -> list[str]:
+        return [item["Key"] for item in
+                self.client.list_objects_v2(Bucket=self.name, Prefix=prefix).get("Contents", [])]
+
+    def remove(self) -> None:
+        for key in self.keys():
+            self.client.delete_object(Bucket=self.name, Key=key)
+        self.client.delete_bucket(Bucket=self.name)
+
+
+@pytest.fixture
+def s3_bucket(s3_endpoint, request):
+    bucket = Bucket(s3_endpoint, re.sub(r"[^a-z0-9-]", "-", request.node.name.lower())[:50].strip("-"))
+    yield bucket
+    bucket.remove()
 
 
 # -- bundle factory ---------------------------------------------------------

@@ -127,7 +127,7 @@ def demo() -> None:
 
 
 def main() -> None:
-    from tasks.lake.catalog import CatalogBusy, CatalogError
+    from tasks.lake.catalog import CatalogBusy, CatalogError, CatalogUnavailable
     from tasks.lake.consolidation import UnknownTask
     try:
         # Not standalone: click's usage errors come here as exceptions, to be
@@ -137,7 +137,7 @@ def main() -> None:
         _fail(usage_line(exc))
     except typer.Abort:
         _fail("interrupted")
-    except (UserError, CatalogBusy, UnknownTask, _question_mismatch()) as exc:
+    except (UserError, CatalogBusy, CatalogUnavailable, UnknownTask, _question_mismatch()) as exc:
         # args[0], not str(exc): str() of a LookupError quotes nothing, so stripping
         # quotes from it ate the closing quote of "task 'x'".
         _fail(str(exc.args[0]) if exc.args else str(exc))
@@ -166,7 +166,8 @@ def _question_mismatch() -> type:
 
 
 def _fail(message: str) -> None:
-    err.print(f"error: {' '.join(message.split())}", markup=False, highlight=False)
+    from tasks.common.redaction import redact  # no secret in any message, whatever raised it
+    err.print(f"error: {' '.join(redact(message).split())}", markup=False, highlight=False)
     sys.exit(2)
 
 

@@ -21,6 +21,7 @@ import json
 import os
 import random
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
@@ -33,6 +34,7 @@ from urllib.parse import urlsplit
 import duckdb
 from filelock import FileLock, Timeout
 
+from tasks.common.redaction import redact
 from tasks.common.settings import Settings, secret_value
 from tasks.lake.files import Lake, LakeWrite
 from tasks.lake.sqlfiles import sql, sql_group
@@ -54,15 +56,31 @@ class CatalogBusy(RuntimeError):
     """Another searchlake command holds the catalog."""
 
 
+class CatalogUnavailable(RuntimeError):
+    """The catalog cannot be opened: its database server is unreachable, say."""
+
+
 class Catalog:
     def __init__(self, con: duckdb.DuckDBPyConnection, lake: Lake, settings: Settings):
         self.con = con
         self.lake = lake
         self.settings = settings
+        self._in_transaction = False
 
     def run(self, name: str, params: list | tuple | None = None) -> duckdb.DuckDBPyConnection:
-        """Run the statement kept in sql/<name>.sql."""
-        return self.con.execute(sql(name), params or [])
+        """Run the statement kept in sql/<name>.sql. Outside a transaction it
+        commits by itself, and runs again if that commit conflicts with
+        another writer's (an UPDATE of the same small table, say)."""
+        if self._in_transaction:
+            return self.con.execute(sql(name), params or [])
+        for attempt in range(CONFLICT_RETRIES + 1):
+            try:
+                return self.con.execute(sql(name), params or [])
+            except duckdb.TransactionException as exc:
+                if attempt == CONFLICT_RETRIES or not _is_conflict(exc):
+                    raise
+                _pause(attempt)
+        raise AssertionError("unreachable")
 
     def rows(self, name: str, params: list | tuple | None = None) -> list[tuple]:
         return self.run(name, params).fetchall()
@@ -78,6 +96,7 @@ class Catalog:
         before). Files `write` replaced are deleted once the commit is in."""
         for attempt in range(CONFLICT_RETRIES + 1):
             self.con.begin()
+            self._in_transaction = True
             try:
                 result = work(self)
                 self.con.commit()
@@ -85,11 +104,13 @@ class Catalog:
                 self._rollback()
                 if attempt == CONFLICT_RETRIES or not _is_conflict(exc):
                     raise
-                time.sleep(random.uniform(0.01, 0.05) * (attempt + 1))
+                _pause(attempt)
                 continue
             except BaseException:
                 self._rollback()
                 raise
+            finally:
+                self._in_transaction = False
             if write is not None:
                 write.delete_replaced()
             return result
@@ -121,51 +142,121 @@ def _is_conflict(exc: duckdb.TransactionException) -> bool:
     return "conflict" in str(exc).lower()
 
 
+def _pause(attempt: int) -> None:
+    """A random, growing wait, so that writers that conflicted do not meet again."""
+    time.sleep(random.uniform(0.01, 0.05) * (attempt + 1))
+
+
 # -- opening a session -----------------------------------------------------------
 
 @contextmanager
 def open_catalog(settings: Settings, purpose: str = "command", *, read_only: bool = False,
                  confined: bool = False) -> Iterator[Catalog]:
-    """A catalog session. `read_only` sessions cannot change the catalog;
-    `confined` (read-only) sessions run analysts' SQL: see
-    Catalog.confine_to_lake."""
+    """A catalog session. `confined` (read-only) sessions run analysts' SQL
+    in a DuckDB of their own: see Catalog.confine_to_lake. Other sessions
+    are connections to the process's shared engine; `read_only` is then a
+    promise of the caller."""
     lake = Lake(settings.lake_root)
     with _embedded_lock(settings, purpose) if settings.catalog_is_embedded else nullcontext():
-        if not read_only or not _schema_current(settings, lake):
-            with _connect(settings, lake, read_only=False) as catalog:
-                _ensure_schema(catalog)
-                if not read_only:
-                    catalog.create_views()
-                    yield catalog
-                    return
-        with _connect(settings, lake, read_only=True) as catalog:
-            catalog.create_views()
-            if confined:
+        if confined:
+            if not _schema_current(settings, lake):
+                with _ENGINE.session(settings, lake) as catalog:
+                    _ensure_schema(catalog)
+            with _own_engine(settings, lake) as catalog:
+                catalog.create_views()
                 catalog.confine_to_lake()
+                yield catalog
+            return
+        with _ENGINE.session(settings, lake) as catalog:
+            if not read_only:
+                _ensure_schema(catalog)
+            catalog.create_views()
             yield catalog
 
 
+class _SharedEngine:
+    """One in-memory DuckDB per process, with the extensions loaded once
+    (loading DuckLake costs more than most sessions' work): each session is
+    a connection to it, with its own transactions and temp objects. The lake
+    stays attached while sessions use it, and after them when its catalog is
+    a server's; an embedded catalog file is let go after each use, so that
+    the next command (perhaps another process) can open it. Sessions on
+    another lake than the attached one wait until it is free."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._db: duckdb.DuckDBPyConnection | None = None
+        self._attached: tuple[str, str] | None = None
+        self._users = 0
+
+    @contextmanager
+    def session(self, settings: Settings, lake: Lake) -> Iterator[Catalog]:
+        key = (settings.catalog_location, lake.uri(TABLES_FOLDER))
+        with self._changed:
+            while self._attached not in (None, key) and self._users:
+                self._changed.wait()
+            if self._attached not in (None, key):
+                self._detach()
+            if self._db is None:
+                self._db = _new_engine()
+            if self._attached is None:
+                _attach_lake(self._db, settings, lake, read_only=False)
+                self._attached = key
+            self._users += 1
+            con = self._db.cursor()
+        try:
+            con.execute(f"USE {ALIAS}")
+            yield Catalog(con, lake, settings)
+        finally:
+            con.close()
+            with self._changed:
+                self._users -= 1
+                if not self._users and settings.catalog_is_embedded:
+                    self._detach()
+                self._changed.notify_all()
+
+    def _detach(self) -> None:
+        self._db.execute(f"DETACH {ALIAS}")
+        self._attached = None
+
+
+_ENGINE = _SharedEngine()
+
+
 @contextmanager
-def _connect(settings: Settings, lake: Lake, *, read_only: bool) -> Iterator[Catalog]:
-    con = duckdb.connect()  # in memory: the session's temp tables and views live here
+def _own_engine(settings: Settings, lake: Lake) -> Iterator[Catalog]:
+    con = _new_engine()
     try:
-        con.execute("SET autoinstall_known_extensions = false; SET autoload_known_extensions = false")
-        _load_extension(con, "ducklake")
-        if not settings.catalog_is_embedded:
-            _install_catalog_client(con, settings)
-        if not lake.is_local:
-            _load_extension(con, "httpfs")
-            _create_s3_secret(con, settings)
-        options = [f"DATA_PATH {_literal(lake.uri(TABLES_FOLDER))}"]
-        if settings.catalog_is_embedded:  # the home may have moved; a shared catalog's path must match
-            options.append("OVERRIDE_DATA_PATH true")
-        if read_only:
-            options.append("READ_ONLY")
-        _attach(con, f"ATTACH {_literal('ducklake:' + settings.catalog_location)} AS {ALIAS} ({', '.join(options)})")
+        _attach_lake(con, settings, lake, read_only=True)
         con.execute(f"USE {ALIAS}")
         yield Catalog(con, lake, settings)
     finally:
         con.close()
+
+
+def _new_engine() -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect()  # in memory: sessions' temp tables and views live here
+    con.execute("SET autoinstall_known_extensions = false; SET autoload_known_extensions = false")
+    _load_extension(con, "ducklake")
+    return con
+
+
+def _attach_lake(con: duckdb.DuckDBPyConnection, settings: Settings, lake: Lake, *, read_only: bool) -> None:
+    if not settings.catalog_is_embedded:
+        _install_catalog_client(con, settings)
+    if not lake.is_local:
+        _load_extension(con, "httpfs")
+        _create_s3_secret(con, settings)
+    options = [f"DATA_PATH {_literal(lake.uri(TABLES_FOLDER))}"]
+    if settings.catalog_is_embedded:  # the home may have moved; a shared catalog's path must match
+        options.append("OVERRIDE_DATA_PATH true")
+    if read_only:
+        options.append("READ_ONLY")
+    try:
+        _attach(con, f"ATTACH {_literal('ducklake:' + settings.catalog_location)} AS {ALIAS} ({', '.join(options)})")
+    except duckdb.IOException as exc:
+        reason = redact(" ".join(str(exc).split()).rsplit(": ", 1)[-1])
+        raise CatalogUnavailable(f"cannot open the catalog {settings.catalog_shown}: {reason}") from None
 
 
 def _load_extension(con: duckdb.DuckDBPyConnection, name: str) -> None:
@@ -218,7 +309,7 @@ def _create_s3_secret(con: duckdb.DuckDBPyConnection, settings: Settings) -> Non
         endpoint = urlsplit(settings.aws_endpoint_url)
         parts += ["ENDPOINT ?", "URL_STYLE 'path'", f"USE_SSL {str(endpoint.scheme == 'https').lower()}"]
         values.append(endpoint.netloc)
-    con.execute(f"CREATE SECRET lake_s3 ({', '.join(parts)})", values)
+    con.execute(f"CREATE OR REPLACE SECRET lake_s3 ({', '.join(parts)})", values)
 
 
 def _literal(text: str) -> str:
@@ -235,11 +326,8 @@ def _schema_fingerprint() -> str:
 def _schema_current(settings: Settings, lake: Lake) -> bool:
     if settings.catalog_is_embedded and not settings.catalog_path.exists():
         return False
-    try:
-        with _connect(settings, lake, read_only=True) as catalog:
-            return _stored_fingerprint(catalog) == _schema_fingerprint()
-    except duckdb.Error:
-        return False
+    with _ENGINE.session(settings, lake) as catalog:
+        return _stored_fingerprint(catalog) == _schema_fingerprint()
 
 
 def _stored_fingerprint(catalog: Catalog) -> str | None:

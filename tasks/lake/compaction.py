@@ -17,7 +17,7 @@ def compact(catalog: Catalog, keep_days: float) -> list[str]:
     expired = len(catalog.rows("compact_expire"))
     deleted = len(catalog.rows("compact_cleanup")) + len(catalog.rows("compact_orphans"))
     after = _data_files(catalog)
-    return [f"table files: {before} before, {after} now (small files merged)",
+    return [f"table files: {after} (were {before}; rows kept in the catalog moved out, small files merged)",
             f"snapshots expired: {expired} (older than {keep_days:g} days); unused files deleted: {deleted}"]
 
 

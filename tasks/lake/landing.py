@@ -201,12 +201,10 @@ def _conflict(cand: ReadyBundle, message: str) -> Refusal:
 
 
 def _land_batch(catalog: Catalog, batch: list[ReadyBundle], refused: list[Refusal], replace: bool) -> LandingReport:
-    """Write the batch's raw files, then record its bundles, items and
-    refusals in one transaction (planned again from the committed state if
-    another writer's commit conflicts)."""
+    """Write the raw files of the bundles that land, and record their rows and
+    the refusals in one transaction (planned again from the committed state
+    if another writer's commit conflicts)."""
     write = LakeWrite(catalog.lake)
-    for cand in batch:  # content-addressed: rewriting the same bytes is harmless
-        write.put(Lake.raw_key(cand.task_id, cand.query_id, cand.content_hash), cand.raw)
 
     def record(cat: Catalog) -> _Plan:
         write.deletes.clear()
@@ -214,6 +212,8 @@ def _land_batch(catalog: Catalog, batch: list[ReadyBundle], refused: list[Refusa
         quarantined = [(r, _put_quarantined(write, r)) for r in refused + plan.refused]
         _record_replaced(cat, write, plan.replacing)
         landing = plan.new + [cand for cand, _ in plan.replacing]
+        for cand in landing:  # named by content: writing the same bytes again on a retry is harmless
+            write.put(Lake.raw_key(cand.task_id, cand.query_id, cand.content_hash), cand.raw)
         if landing:
             with _registered(cat, "landing_bundles", _bundle_rows(landing)):
                 cat.run("bundle_insert_batch")

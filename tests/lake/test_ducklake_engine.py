@@ -257,22 +257,6 @@ def test_concurrent_appends_rely_on_ducklakes_commit_retries(lake, extension_dir
 
 # -- (d) the data path in an object store ----------------------------------------
 
-@pytest.fixture
-def bucket(s3_endpoint):
-    boto3 = pytest.importorskip("boto3")
-    client = boto3.client("s3", endpoint_url=s3_endpoint, region_name="us-east-1",
-                          aws_access_key_id="test", aws_secret_access_key="test")
-    client.create_bucket(Bucket="ducklake")
-    yield client
-    for item in client.list_objects_v2(Bucket="ducklake").get("Contents", []):
-        client.delete_object(Bucket="ducklake", Key=item["Key"])
-    client.delete_bucket(Bucket="ducklake")
-
-
-def stored_keys(client, prefix: str) -> list[str]:
-    return [item["Key"] for item in client.list_objects_v2(Bucket="ducklake", Prefix=prefix).get("Contents", [])]
-
-
 def write_and_read_back(con) -> None:
     con.execute("CREATE TABLE lake.pages (id BIGINT, body VARCHAR)")
     con.execute("INSERT INTO lake.pages SELECT range, 'page ' || range FROM range(20000)")
@@ -280,21 +264,21 @@ def write_and_read_back(con) -> None:
     assert con.execute("SELECT count(*), sum(id) FROM lake.pages").fetchone() == (10000, 99990000)
 
 
-def test_ducklake_writes_to_s3_through_httpfs_with_a_secret(extension_dir, postgres_catalog, s3_endpoint, bucket):
+def test_ducklake_writes_to_s3_through_httpfs_with_a_secret(extension_dir, postgres_catalog, s3_endpoint, s3_bucket):
     con = connect(extension_dir, "ducklake", "httpfs")
     # A temporary secret, per connection; parameters keep the keys out of the SQL text.
     con.execute("CREATE SECRET lake_s3 (TYPE s3, KEY_ID ?, SECRET ?, REGION ?, ENDPOINT ?, URL_STYLE 'path', "
                 "USE_SSL false)", ["test", "test", "us-east-1", s3_endpoint.removeprefix("http://")])
     assert "secret=redacted" in con.execute("SELECT secret_string FROM duckdb_secrets()").fetchone()[0]
-    attach(con, postgres_catalog, "s3://ducklake/httpfs/")
+    attach(con, postgres_catalog, f"s3://{s3_bucket.name}/httpfs/")
     write_and_read_back(con)
-    keys = stored_keys(bucket, "httpfs/")
+    keys = s3_bucket.keys("httpfs/")
     assert any(key.startswith("httpfs/main/pages/ducklake-") and key.endswith(".parquet") for key in keys)
     assert any("delete" in key for key in keys)
 
 
 def test_ducklake_writes_to_s3_through_a_registered_fsspec_filesystem(extension_dir, postgres_catalog,
-                                                                     s3_endpoint, bucket, tmp_path):
+                                                                     s3_endpoint, s3_bucket, tmp_path):
     s3fs = pytest.importorskip("s3fs")
 
     class RecordingS3(s3fs.S3FileSystem):
@@ -311,14 +295,14 @@ def test_ducklake_writes_to_s3_through_a_registered_fsspec_filesystem(extension_
     without_httpfs = connect(extension_dir, "ducklake")
     without_httpfs.register_filesystem(fs)
     with pytest.raises(duckdb.Error, match="requires the extension httpfs"):
-        attach(without_httpfs, postgres_catalog, "s3://ducklake/fsspec/")
+        attach(without_httpfs, postgres_catalog, f"s3://{s3_bucket.name}/fsspec/")
 
     # With httpfs loaded but no secret, every byte goes through the registered filesystem
     # (httpfs alone would try the real AWS endpoint).
     con = connect(extension_dir, "ducklake", "httpfs")
     con.register_filesystem(fs)
-    attach(con, postgres_catalog, "s3://ducklake/fsspec/")
+    attach(con, postgres_catalog, f"s3://{s3_bucket.name}/fsspec/")
     write_and_read_back(con)
     written = {path for path, mode in RecordingS3.opened if mode.startswith("w")}
-    assert written and all(path.startswith("ducklake/fsspec/main/pages/") for path in written)
-    assert {f"ducklake/{key}" for key in stored_keys(bucket, "fsspec/")} == written
+    assert written and all(path.startswith(f"{s3_bucket.name}/fsspec/main/pages/") for path in written)
+    assert {f"{s3_bucket.name}/{key}" for key in s3_bucket.keys("fsspec/")} == written

@@ -7,10 +7,9 @@ with another writer's is run again."""
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 from pathlib import Path
-
-import pytest
 
 from tasks.common.settings import Settings
 from tasks.lake.catalog import open_catalog
@@ -157,22 +156,10 @@ def test_a_conflicting_commit_is_run_again_on_the_new_snapshot(tmp_path, postgre
     assert shared.count("consolidated") == 15
 
 
-@pytest.fixture
-def bucket(s3_endpoint):
-    boto3 = pytest.importorskip("boto3")
-    client = boto3.client("s3", endpoint_url=s3_endpoint, region_name="us-east-1",
-                          aws_access_key_id="test", aws_secret_access_key="test")
-    client.create_bucket(Bucket="shared")
-    yield client
-    for item in client.list_objects_v2(Bucket="shared").get("Contents", []):
-        client.delete_object(Bucket="shared", Key=item["Key"])
-    client.delete_bucket(Bucket="shared")
-
-
-def test_writers_share_a_bucket_lake_too(tmp_path, postgres_catalog, s3_endpoint, bucket, monkeypatch):
+def test_writers_share_a_bucket_lake_too(tmp_path, postgres_catalog, s3_endpoint, s3_bucket, monkeypatch):
     aws = dict(AWS_ACCESS_KEY_ID="test", AWS_SECRET_ACCESS_KEY="test", AWS_DEFAULT_REGION="us-east-1",
                AWS_ENDPOINT_URL=s3_endpoint)
-    lake = "s3://shared/lake"
+    lake = f"s3://{s3_bucket.name}/lake"
     finish_all(started_together(tmp_path, postgres_catalog, lake, aws))
     for name, value in aws.items():
         monkeypatch.setenv(name, value)
@@ -180,7 +167,21 @@ def test_writers_share_a_bucket_lake_too(tmp_path, postgres_catalog, s3_endpoint
     shared.consolidate()
 
     assert_same_as_calm(shared, calm_reference(tmp_path))
-    keys = [item["Key"] for item in bucket.list_objects_v2(Bucket="shared").get("Contents", [])]
+    keys = s3_bucket.keys()
     assert any(key.startswith("lake/tables/main/results/task_id=t1/") for key in keys)
     assert any(key.startswith("lake/raw/task_id=t1/") for key in keys)
     assert shared.orphan_table_files() == []
+
+
+def test_an_unreachable_catalog_is_one_line_without_its_password(tmp_path):
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    catalog = f"postgres:dbname=lake host=127.0.0.1 port={port} user=searchlake password=hunter2-secret"
+    done = subprocess.run(cli_command("sql", "select count(*) from bundles"), capture_output=True, text=True,
+                          timeout=60, env=machine_env(tmp_path / "home", catalog, str(tmp_path / "lake")))
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"error: cannot open the catalog postgres:dbname=lake host=127.0.0.1 port={port} user=searchlake "
+        "password=***: Connection refused Is the server running on that host and accepting TCP/IP connections?"]
+    assert "hunter2" not in done.stdout + done.stderr

@@ -97,6 +97,15 @@ def test_the_engine_itself_is_locked(landed, settings):
                      "autoload_known_extensions": "false", "autoinstall_known_extensions": "false"}
 
 
+def test_analysts_can_read_an_earlier_snapshot(landed, settings, inbox, new_bundle, new_item):
+    snapshot_before = analyst(settings, "select max(snapshot_id) from lake.snapshots()").rows[0][0]
+    landed.ingest(inbox.write(new_bundle("q2", [new_item("https://c.example/")])))
+    landed.consolidate()
+    then = analyst(settings, f"select count(*) from consolidated AT (VERSION => {snapshot_before})")
+    assert then.rows == [(2,)]
+    assert analyst(settings, "select count(*) from consolidated").rows == [(3,)]
+
+
 def test_queries_over_every_view_still_run(landed, settings):
     assert analyst(settings, "select count(*) from results").rows == [(2,)]
     assert analyst(settings, "with r as (select * from results) select count(*) from r "
