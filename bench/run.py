@@ -1,14 +1,35 @@
-"""Benchmark: landing and consolidating one task of N synthetic items.
+"""Benchmark: landing and consolidating one task of N synthetic items, and
+several writers landing at once on a shared PostgreSQL catalog.
 
     .venv/bin/python bench/run.py [--sizes 100000,1000000] [--repeat 3] [--seed 7] [--keep]
+                                  [--writers 1,2,4] [--writer-items 200000] [--pg durable|fast]
 
 For each size: generate the bundle files (bench/generate.py) into a temp
-dir, then, each in its own child process with a fresh SEARCHLAKE_HOME:
+dir, then, each in its own child process with a fresh SEARCHLAKE_HOME and
+the embedded catalog (catalog.ducklake):
   ingest         tasks.lake.landing.land_files under tasks.lake.catalog.open_catalog
   consolidate    tasks.lake.consolidation.consolidate (first run: reads everything)
   reconsolidate  the same with nothing new landed
   baseline       a bare duckdb.connect() query doing the same dedup + rank over
-                 the landed results Parquet files, written with COPY ... TO
+                 the landed results Parquet files (the files the catalog's
+                 current snapshot lists for `results`, found before the timed
+                 part; a plain ingest leaves no delete files), written with
+                 COPY ... TO
+The consolidated table, read through the catalog, must equal the baseline's
+output.
+
+Writers: --writer-items items (the same total for every writer count) are
+split by bundle into as many disjoint shares as there are writers. For each
+writer count, a fresh database on one throwaway PostgreSQL server
+(tests/postgres_server.py; --pg durable keeps PostgreSQL's own fsync
+settings and is the default, --pg fast turns fsync off) is the shared
+SEARCHLAKE_CATALOG and one folder the shared SEARCHLAKE_LAKE; each writer is
+a child process with its own SEARCHLAKE_HOME that opens the catalog, waits
+for the common start signal, then lands its share. Wall time runs from the
+start signal to the end of the last writer's land_files. Afterwards the
+lake must hold exactly the generated bundles and items, no orphan table
+file (tasks.lake.compaction.orphan_table_files), nothing quarantined, and
+every writer must have exited cleanly with nothing refused.
 Times are wall-clock seconds of the call itself inside the child: land_files,
 consolidate, or the baseline's connect + COPY (imports, interpreter start-up
 and opening the catalog excluded; the catalog open, about the same for every
@@ -46,6 +67,7 @@ if str(ROOT) not in sys.path:
 TASK = "bench"
 TARGETS = {
     "consolidate_vs_baseline_max": 1.5,
+    "writers_4_vs_1_min": 1.0,
     "consolidate_items_per_s_min": 500_000,
     "ingest_items_per_s_min": 100_000,
     "reconsolidate_pct_max": 5.0,
@@ -89,8 +111,28 @@ def cpu_seconds() -> float:
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
+def _settings(home: Path):
+    from tasks.common.settings import Settings
+
+    return Settings(home=home)
+
+
 def results_files(home: Path) -> list[str]:
-    return sorted(str(p) for p in (home / "lake" / "results").rglob("*.parquet"))
+    """The Parquet files of the `results` table in the catalog's current
+    snapshot (what the bare baseline reads), with their row count checked
+    against the table's: no row may live in a delete file or inlined in the catalog."""
+    from tasks.lake.catalog import open_catalog
+
+    with open_catalog(_settings(home), "bench file list", read_only=True) as catalog:
+        listed = catalog.con.execute(
+            "SELECT data_file, delete_file FROM ducklake_list_files('lake', 'results')").fetchall()
+        rows = catalog.con.execute("SELECT count(*) FROM results").fetchone()[0]
+        files = sorted(data for data, _ in listed)
+        in_files = catalog.con.execute("SELECT count(*) FROM read_parquet(?)", [files]).fetchone()[0]
+    if any(deletes for _, deletes in listed) or in_files != rows:
+        raise SystemExit(f"results: {rows} rows, {in_files} in its data files, "
+                         f"{sum(bool(d) for _, d in listed)} delete files: the bare baseline would differ")
+    return files
 
 
 def step_ingest(home: Path, bundles: Path) -> dict:
@@ -129,7 +171,7 @@ def step_consolidate(home: Path, bundles: Path) -> dict:
 def step_baseline(home: Path, bundles: Path) -> dict:
     import duckdb
 
-    files = results_files(home)
+    files = json.loads((home / "results_files.json").read_text())
     out = home / "baseline.parquet"
     c0, t0 = cpu_seconds(), time.perf_counter()
     con = duckdb.connect()
@@ -144,8 +186,28 @@ def step_baseline(home: Path, bundles: Path) -> dict:
             "sources": sources, "files": len(files)}
 
 
+def step_write(home: Path, bundles: Path) -> dict:
+    """One of several writers: open the shared catalog (SEARCHLAKE_CATALOG,
+    SEARCHLAKE_LAKE from the environment), say so, wait for the start
+    signal, land this writer's share."""
+    from tasks.common.settings import Settings
+    from tasks.lake.catalog import open_catalog
+    from tasks.lake.landing import land_files
+
+    ready, go = home / "ready", home.parent / "go"
+    with open_catalog(Settings(), "bench writer") as catalog:
+        ready.touch()
+        while not go.exists():
+            time.sleep(0.001)
+        c0, t1 = cpu_seconds(), time.monotonic()
+        report = land_files(catalog, [bundles])
+        t2, cpu = time.monotonic(), cpu_seconds()
+    return {"started": t1, "ended": t2, "seconds": t2 - t1, "cpu_seconds": cpu - c0,
+            "items": report.items_landed, "bundles": len(report.landed), "refused": len(report.refused)}
+
+
 STEPS = {"ingest": step_ingest, "consolidate": step_consolidate,
-         "reconsolidate": step_consolidate, "baseline": step_baseline}
+         "reconsolidate": step_consolidate, "baseline": step_baseline, "write": step_write}
 
 
 def child_main(step: str, home: Path, bundles: Path, result_file: Path) -> int:
@@ -199,15 +261,21 @@ def _tree_memory_bytes(root_pid: int) -> tuple[int, int]:
     return rss, pss
 
 
-def run_step(step: str, home: Path, bundles: Path, workdir: Path) -> dict:
-    result_file = workdir / f"{step}.json"
+def start_step(step: str, home: Path, bundles: Path, result_file: Path,
+               extra_env: dict[str, str] | None = None) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SEARCHLAKE_")}
     env["SEARCHLAKE_HOME"] = str(home)
+    env.update(extra_env or {})
     env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     cmd = [sys.executable, str(Path(__file__).resolve()), "--step", step, "--home", str(home),
            "--bundles", str(bundles), "--result", str(result_file)]
+    return subprocess.Popen(cmd, cwd=result_file.parent, env=env)
+
+
+def run_step(step: str, home: Path, bundles: Path, workdir: Path) -> dict:
+    result_file = workdir / f"{step}.json"
     os.sync()  # the previous step's dirty pages are not this step's to write back
-    proc = subprocess.Popen(cmd, cwd=workdir, env=env)
+    proc = start_step(step, home, bundles, result_file)
     peak_rss = peak_pss = 0
     done = threading.Event()
 
@@ -236,13 +304,14 @@ def run_step(step: str, home: Path, bundles: Path, workdir: Path) -> dict:
 
 
 def _link_copy(src: Path, dst: Path) -> None:
-    """A lake snapshot to run a step on again: data files hard-linked (steps
-    only add or rename files), the catalog database copied."""
+    """A lake snapshot to run a step on again: Parquet and raw files
+    hard-linked (DuckLake never rewrites a file in place), everything else
+    (the catalog database) copied."""
     def copy(a: str, b: str) -> None:
-        if ".duckdb" in os.path.basename(a):
-            shutil.copy2(a, b)
-        else:
+        if a.endswith((".parquet", ".json")) and "/lake/" in a:
             os.link(a, b)
+        else:
+            shutil.copy2(a, b)
     shutil.copytree(src, dst, copy_function=copy)
 
 
@@ -262,19 +331,19 @@ def best_of(step: str, trials: int, home_for, bundles: Path, workdir: Path) -> t
 
 
 def check_same_output(home: Path) -> dict:
-    """The consolidated file and the baseline agree on every winner and rank."""
-    import duckdb
+    """The consolidated table (read through the catalog) and the baseline's
+    output agree on every winner and rank."""
+    from tasks.lake.catalog import open_catalog
 
-    con = duckdb.connect()
-    cons = _sql_text(str(next((home / "lake" / "consolidated").rglob("consolidated.parquet"))))
     base = _sql_text(str(home / "baseline.parquet"))
     cols = "source_id, final_rank, seen_count, query_id, rank, url, title, snippet, score_final"
-    diff = con.execute(f"""
-        SELECT (SELECT count(*) FROM (SELECT {cols} FROM read_parquet({cons})
-                                      EXCEPT ALL SELECT {cols} FROM read_parquet({base}))),
-               (SELECT count(*) FROM (SELECT {cols} FROM read_parquet({base})
-                                      EXCEPT ALL SELECT {cols} FROM read_parquet({cons})))
-    """).fetchone()
+    with open_catalog(_settings(home), "bench check", read_only=True) as catalog:
+        diff = catalog.con.execute(f"""
+            SELECT (SELECT count(*) FROM (SELECT {cols} FROM consolidated WHERE task_id = '{TASK}'
+                                          EXCEPT ALL SELECT {cols} FROM read_parquet({base}))),
+                   (SELECT count(*) FROM (SELECT {cols} FROM read_parquet({base})
+                                          EXCEPT ALL SELECT {cols} FROM consolidated WHERE task_id = '{TASK}'))
+        """).fetchone()
     return {"rows_only_in_consolidated": diff[0], "rows_only_in_baseline": diff[1],
             "identical": diff == (0, 0)}
 
@@ -308,6 +377,7 @@ def bench_size(items: int, args: argparse.Namespace, scratch: Path) -> dict:
     print(f"[{items:,} items] re-consolidate x{n} ...", flush=True)
     recons, _ = best_of("reconsolidate", n, lambda i: consolidated, bundles, workdir)
     print(f"[{items:,} items] baseline x{n} ...", flush=True)
+    (consolidated / "results_files.json").write_text(json.dumps(results_files(consolidated)))
     baseline, _ = best_of("baseline", n, lambda i: consolidated, bundles, workdir)
     if ingest["items"] != items or ingest["refused"]:
         raise SystemExit(f"ingest landed {ingest['items']} of {items} items, refused {ingest['refused']}")
@@ -337,6 +407,173 @@ def bench_size(items: int, args: argparse.Namespace, scratch: Path) -> dict:
     if not args.keep:
         shutil.rmtree(base, ignore_errors=True)
     return figures
+
+
+# ---------------------------------------------------------------------------
+# several writers on one shared PostgreSQL catalog
+
+
+def _shares(files: list[Path], writers: int, base: Path) -> list[Path]:
+    """Disjoint shares of the bundle files, one folder (of hard links) per writer."""
+    folders = []
+    for w in range(writers):
+        folder = base / f"share{w}"
+        folder.mkdir(parents=True)
+        for path in files[w::writers]:
+            os.link(path, folder / path.name)
+        folders.append(folder)
+    return folders
+
+
+def run_writers(shares: list[Path], catalog: str, lake: Path, base: Path) -> dict:
+    """Start one writer per share, release them together once all have
+    opened the catalog, and wait for the last."""
+    env = {"SEARCHLAKE_CATALOG": catalog, "SEARCHLAKE_LAKE": str(lake)}
+    procs = []
+    for w, share in enumerate(shares):
+        home = base / f"writer{w}"
+        home.mkdir(parents=True)
+        procs.append((start_step("write", home, share, base / f"writer{w}.json", env), home))
+    while not all((home / "ready").exists() for _, home in procs):
+        if any(proc.poll() not in (None, 0) for proc, _ in procs):
+            break
+        time.sleep(0.005)
+    os.sync()
+    go = time.monotonic()
+    (base / "go").touch()
+    codes = [proc.wait() for proc, _ in procs]
+    finished = time.monotonic()
+    results = []
+    for w, code in enumerate(codes):
+        result_file = base / f"writer{w}.json"
+        results.append(json.loads(result_file.read_text()) if code == 0 and result_file.exists() else None)
+    done = [r for r in results if r]
+    return {
+        "exit_codes": codes,
+        "wall_seconds": max(r["ended"] for r in done) - go if done else None,
+        "until_exit_seconds": finished - go,
+        "late_start_seconds": max(r["started"] for r in done) - go if done else None,
+        "writers": results,
+    }
+
+
+def check_lake(catalog: str, lake: Path, home: Path) -> dict:
+    """What the shared lake holds after the writers: counts, orphans, quarantine."""
+    from tasks.common.settings import Settings
+    from tasks.lake.catalog import open_catalog
+    from tasks.lake.compaction import orphan_table_files
+
+    with open_catalog(Settings(home=home, catalog=catalog, lake=str(lake)), "bench check",
+                      read_only=True) as cat:
+        q = lambda sql: cat.con.execute(sql).fetchone()  # noqa: E731
+        bundles, distinct_queries = q("SELECT count(*), count(DISTINCT query_id) FROM bundles")
+        items, distinct_items = q("SELECT count(*), count(DISTINCT (bundle_uid, item_index)) FROM results")
+        quarantined = q("SELECT count(*) FROM quarantine")[0]
+        snapshots = q("SELECT count(*) FROM lake.snapshots()")[0]
+        orphans = orphan_table_files(cat)
+    return {"bundles": bundles, "distinct_query_ids": distinct_queries, "results_rows": items,
+            "distinct_items": distinct_items, "quarantined": quarantined, "snapshots": snapshots,
+            "orphan_table_files": len(orphans)}
+
+
+def bench_writers(args: argparse.Namespace, scratch: Path) -> dict:
+    from bench.generate import generate
+    from tests.postgres_server import DURABLE_SETTINGS, FAST_SETTINGS, running_postgres
+
+    counts = [int(c) for c in args.writers.split(",") if c.strip()]
+    total = args.writer_items
+    base = scratch / "writers"
+    print(f"[writers] generating {total:,} items ...", flush=True)
+    files = generate(total, base / "bundles", per_bundle=args.items_per_bundle, seed=args.seed)
+    settings = DURABLE_SETTINGS if args.pg == "durable" else FAST_SETTINGS
+    figures: dict = {"items": total, "bundles": len(files), "postgres": args.pg,
+                     "postgres_settings": dict(settings), "trials": args.repeat, "runs": {}}
+    with running_postgres(settings=settings) as server:
+        for writers in counts:
+            shares = _shares(files, writers, base / f"w{writers}")
+            trials = []
+            for trial in range(args.repeat):
+                print(f"[writers] {writers} writer(s), trial {trial + 1} ...", flush=True)
+                run_dir = base / f"w{writers}" / f"trial{trial}"
+                catalog, lake = server.create_database(), run_dir / "lake"
+                _create_schema(catalog, lake, run_dir / "setup")
+                run = run_writers(shares, catalog, lake, run_dir)
+                run["check"] = check_lake(catalog, lake, run_dir / "setup")
+                run["ok"] = _writers_ok(run, len(files), total)
+                trials.append(run)
+                shutil.rmtree(lake, ignore_errors=True)
+            timed = [t for t in trials if t["wall_seconds"]]
+            best = dict(min(timed, key=lambda t: t["wall_seconds"])) if timed else dict(trials[0])
+            best["trials_wall_seconds"] = [t["wall_seconds"] for t in trials]
+            best["all_trials_ok"] = all(t["ok"] for t in trials)
+            best["items_per_s"] = total / best["wall_seconds"] if best["wall_seconds"] else 0.0
+            figures["runs"][str(writers)] = best
+    return figures
+
+
+def _create_schema(catalog: str, lake: Path, home: Path) -> None:
+    """The tables, created once before the writers start (so that the timed
+    part is landing, not the race to create the schema)."""
+    from tasks.common.settings import Settings
+    from tasks.lake.catalog import open_catalog
+
+    with open_catalog(Settings(home=home, catalog=catalog, lake=str(lake)), "bench setup"):
+        pass
+
+
+def _writers_ok(run: dict, bundles: int, items: int) -> bool:
+    c = run["check"]
+    landed = [r for r in run["writers"] if r]
+    return (all(code == 0 for code in run["exit_codes"]) and len(landed) == len(run["writers"])
+            and sum(r["items"] for r in landed) == items and not any(r["refused"] for r in landed)
+            and c["bundles"] == c["distinct_query_ids"] == bundles
+            and c["results_rows"] == c["distinct_items"] == items
+            and c["quarantined"] == 0 and c["orphan_table_files"] == 0)
+
+
+def writer_targets(fig: dict) -> list[tuple[str, bool, str]]:
+    runs = fig["runs"]
+    if "1" not in runs or "4" not in runs:
+        return []
+    one, four = runs["1"], runs["4"]
+    ratio = four["items_per_s"] / one["items_per_s"] if one["items_per_s"] else 0.0
+    return [
+        ("4 writers lose nothing", four["all_trials_ok"],
+         f"{four['check']['bundles']} bundles, {four['check']['results_rows']:,} rows, "
+         f"{four['check']['orphan_table_files']} orphans"),
+        ("4 writers >= throughput of 1", ratio >= TARGETS["writers_4_vs_1_min"],
+         f"{ratio:.2f}x ({four['items_per_s']:,.0f} vs {one['items_per_s']:,.0f} items/s)"),
+    ]
+
+
+def print_writers(fig: dict) -> None:
+    head = ("writers", "wall s", "items/s", "vs 1", "bundles", "rows", "orphans", "errors", "trials wall s")
+    one = fig["runs"].get("1", {}).get("items_per_s")
+    rows = []
+    for writers, r in fig["runs"].items():
+        c = r["check"]
+        errors = (sum(code != 0 for code in r["exit_codes"]) + sum(w["refused"] for w in r["writers"] if w)
+                  + c["quarantined"])
+        rows.append((writers, f"{r['wall_seconds']:.2f}", f"{r['items_per_s']:,.0f}",
+                     f"{r['items_per_s'] / one:.2f}x" if one else "-",
+                     f"{c['bundles']}/{fig['bundles']}", f"{c['results_rows']:,}/{fig['items']:,}",
+                     str(c["orphan_table_files"]), str(errors),
+                     ", ".join(f"{t:.2f}" if t else "failed" for t in r["trials_wall_seconds"])))
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(head)]
+    line = "  ".join(h.rjust(w) for h, w in zip(head, widths))
+    print(f"\nwriters on one PostgreSQL catalog ({fig['postgres']} settings), {fig['items']:,} items in "
+          f"{fig['bundles']} bundles split among the writers; fastest of {fig['trials']} trials")
+    print(line)
+    print("-" * len(line))
+    for row in rows:
+        print("  ".join(c.rjust(w) for c, w in zip(row, widths)))
+    for writers, r in fig["runs"].items():
+        per = ", ".join(f"{w['seconds']:.2f}s/cpu {w['cpu_seconds']:.2f}s" for w in r["writers"] if w)
+        print(f"  {writers} writer(s): per writer {per}; last started {r['late_start_seconds']:.3f}s after "
+              f"the signal; {r['check']['snapshots']} snapshots; every trial checked: {r['all_trials_ok']}")
+    print()
+    for name, ok, shown in writer_targets(fig):
+        print(f"{'writers':>9}  {'met   ' if ok else 'MISSED'}  {name}: {shown}")
 
 
 def targets_for(fig: dict) -> list[tuple[str, bool, str]]:
@@ -398,6 +635,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3,
                         help="trials per step; the fastest counts (others share the machine)")
     parser.add_argument("--keep", action="store_true", help="keep the temp dirs (bundles, lake)")
+    parser.add_argument("--writers", default="1,2,4",
+                        help="comma list of writer counts on a shared PostgreSQL catalog ('' skips them)")
+    parser.add_argument("--writer-items", type=int, default=200_000,
+                        help="items landed by all writers together (the same for every writer count)")
+    parser.add_argument("--pg", choices=("durable", "fast"), default="durable",
+                        help="PostgreSQL settings: its own defaults, or fsync off")
     parser.add_argument("--step", choices=sorted(STEPS), help=argparse.SUPPRESS)
     parser.add_argument("--home", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--bundles", type=Path, help=argparse.SUPPRESS)
@@ -409,15 +652,21 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
     scratch = Path(tempfile.mkdtemp(prefix="searchlake-bench-"))
     results = []
+    writers = None
     try:
         for items in sizes:
             results.append(bench_size(items, args, scratch))
+        if args.writers.strip():
+            writers = bench_writers(args, scratch)
     finally:
         if not args.keep:
             shutil.rmtree(scratch, ignore_errors=True)
         else:
             print(f"kept {scratch}")
-    print_table(results)
+    if results:
+        print_table(results)
+    if writers:
+        print_writers(writers)
     OUT.mkdir(exist_ok=True)
     doc = {
         "command": " ".join([".venv/bin/python", "bench/run.py", *(argv if argv is not None else sys.argv[1:])]),
@@ -428,6 +677,8 @@ def main(argv: list[str] | None = None) -> int:
         "targets": TARGETS,
         "results": [{**r, "targets": {n: {"met": ok, "value": v} for n, ok, v in targets_for(r)}}
                     for r in results],
+        "writers": writers and {**writers, "targets": {n: {"met": ok, "value": v}
+                                                       for n, ok, v in writer_targets(writers)}},
     }
     (OUT / "results.json").write_text(json.dumps(doc, indent=2))
     print(f"\nwrote {OUT / 'results.json'}")

@@ -17,9 +17,14 @@ commands run again to completion and the lake is compared with the reference:
   * the consolidated rows, the cursor (minus its clock), the error log (minus
     its clock), the bundles (query_id, content hash, item count) and the
     results rows (count and distinct (bundle_uid, item_index)) are identical;
-  * no staging files and no pending publish are left;
-  * no orphan file: every Parquet file under results/ and consolidated/ is
-    one the catalog lists, every raw file one a bundle names.
+  * every table file the current snapshot lists (data and delete files of
+    every table) exists on disk, and so does every raw file a bundle names;
+  * no stray raw file: every file under raw/ is one a bundle names.
+
+A writer killed before its commit may leave table files that no snapshot
+knows (orphans). Nothing reads them; `searchlake compact` deletes them once
+they are an hour old. Their count is reported per round, not required to be
+zero.
 
 It prints one line per round and the totals (also written to
 bench/out/soak.json).
@@ -48,6 +53,10 @@ if str(ROOT) not in sys.path:
 from bench.generate import TASK_ID as TASK, generate  # noqa: E402
 from tasks.common.settings import Settings  # noqa: E402
 from tasks.lake.catalog import open_catalog  # noqa: E402
+from tasks.lake.compaction import orphan_table_files  # noqa: E402
+
+
+HOLDER_FILE = "catalog.ducklake.holder"
 
 
 def environment(home: Path) -> dict[str, str]:
@@ -79,7 +88,7 @@ def _quoted(part: str) -> str:
 
 def holder(home: Path) -> str:
     try:
-        return json.loads((home / "catalog.duckdb.holder").read_text())["purpose"]
+        return json.loads((home / HOLDER_FILE).read_text())["purpose"]
     except (OSError, ValueError, KeyError):
         return "-"
 
@@ -96,20 +105,37 @@ def outcome(home: Path) -> dict:
             "results": q("SELECT count(*), count(DISTINCT (bundle_uid, item_index)) FROM results"),
             "quarantine": q("SELECT count(*) FROM quarantine"),
         }
-        listed = {row[0] for row in q("SELECT path FROM lake_files")}
+        table_files = _snapshot_files(catalog)
         raw = {row[0] for row in q("SELECT raw_path FROM bundles")}
-        pending = q("SELECT count(*) FROM pending_publish")[0][0]
+        orphans = orphan_table_files(catalog)
     lake = home / "lake"
-    files = {p.relative_to(lake).as_posix() for p in lake.rglob("*") if p.is_file()}
-    orphans = sorted(f for f in files if (f.startswith(("results/", "consolidated/")) and f not in listed)
-                     or (f.startswith("raw/") and f not in raw))
-    staging = sorted(f for f in files if f.startswith("_staging/"))
-    return {"seen": seen, "orphans": orphans, "staging": staging, "pending": pending}
+    raw_on_disk = {p.relative_to(lake).as_posix() for p in (lake / "raw").rglob("*") if p.is_file()}
+    return {
+        "seen": seen,
+        "orphans": orphans,
+        "missing_table_files": sorted(f for f in table_files if not os.path.exists(f)),
+        "missing_raw_files": sorted(raw - raw_on_disk),
+        "stray_raw_files": sorted(raw_on_disk - raw),
+    }
+
+
+def _snapshot_files(catalog) -> set[str]:
+    """The data and delete files of every table in the catalog's current snapshot."""
+    tables = [row[0] for row in catalog.con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE database_name = 'lake'").fetchall()]
+    found: set[str] = set()
+    for table in tables:
+        for data, deletes in catalog.con.execute(
+                "SELECT data_file, delete_file FROM ducklake_list_files('lake', ?)", [table]).fetchall():
+            found.add(data)
+            if deletes:
+                found.add(deletes)
+    return found
 
 
 def phases(home: Path, bundles: Path) -> dict[str, float]:
     """Run the pipeline to the end, timing how long each command held the catalog."""
-    (home / "catalog.duckdb.holder").unlink(missing_ok=True)
+    (home / HOLDER_FILE).unlink(missing_ok=True)
     proc = pipeline(home, bundles)
     seen: dict[str, float] = {}
     while proc.poll() is None:
@@ -124,7 +150,7 @@ def phases(home: Path, bundles: Path) -> dict[str, float]:
 
 def kill_round(start: Path, home: Path, bundles: Path, target: str, delay: float) -> dict:
     shutil.copytree(start, home)
-    (home / "catalog.duckdb.holder").unlink(missing_ok=True)
+    (home / HOLDER_FILE).unlink(missing_ok=True)
     proc = pipeline(home, bundles)
     while proc.poll() is None and holder(home) != target:
         time.sleep(0.002)
@@ -179,12 +205,14 @@ def main(argv: list[str] | None = None) -> int:
             done = kill_round(start, home, every, target, rng.uniform(0, 1.1 * held[target]))
             got = outcome(home)
             done.update(identical=got["seen"] == expected["seen"], orphans=len(got["orphans"]),
-                        staging=len(got["staging"]), pending=got["pending"])
+                        missing_table_files=len(got["missing_table_files"]),
+                        missing_raw_files=len(got["missing_raw_files"]), stray_raw_files=len(got["stray_raw_files"]))
             rounds.append(done)
             verdict = "identical" if done["identical"] else "DIFFERENT"
             print(f"round {n:2d}: killed {done['delay']:5.2f}s into {target:<11} (during {done['during']:<13}) "
                   f"-> {verdict}, "
-                  f"orphans {done['orphans']}, staging {done['staging']}, pending {done['pending']}, "
+                  f"orphan table files {done['orphans']}, missing table/raw files {done['missing_table_files']}/"
+                  f"{done['missing_raw_files']}, stray raw {done['stray_raw_files']}, "
                   f"resumed in {done['resume_seconds']:.2f}s")
             shutil.rmtree(home)
 
@@ -195,9 +223,11 @@ def main(argv: list[str] | None = None) -> int:
         "kills_during_consolidate": sum(r["during"] == "consolidate" for r in rounds),
         "runs_ended_before_the_kill": len(rounds) - len(killed),
         "identical": sum(r["identical"] for r in rounds),
-        "orphan_files": sum(r["orphans"] for r in rounds),
-        "staging_files_left": sum(r["staging"] for r in rounds),
-        "pending_publishes_left": sum(r["pending"] for r in rounds),
+        "orphan_table_files": sum(r["orphans"] for r in rounds),
+        "rounds_with_orphans": sum(bool(r["orphans"]) for r in rounds),
+        "missing_table_files": sum(r["missing_table_files"] for r in rounds),
+        "missing_raw_files": sum(r["missing_raw_files"] for r in rounds),
+        "stray_raw_files": sum(r["stray_raw_files"] for r in rounds),
         "ingest_seconds": round(held["ingest"], 2),
         "consolidate_seconds": round(held["consolidate"], 2),
         "items": args.items,
@@ -207,8 +237,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{key.replace('_', ' '):>28}: {value}")
     OUT.mkdir(exist_ok=True)
     (OUT / "soak.json").write_text(json.dumps({"summary": summary, "rounds": rounds}, indent=2))
-    ok = summary["identical"] == len(rounds) and not (summary["orphan_files"] or summary["staging_files_left"]
-                                                      or summary["pending_publishes_left"])
+    ok = summary["identical"] == len(rounds) and not (summary["missing_table_files"] or summary["missing_raw_files"]
+                                                      or summary["stray_raw_files"])
     return 0 if ok else 1
 
 
