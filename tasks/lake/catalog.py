@@ -142,9 +142,10 @@ def _retry_conflicts(attempt_once: Callable[[], T]) -> T:
 @contextmanager
 def open_catalog(settings: Settings, purpose: str = "command", *, read_only: bool = False,
                  confined: bool = False) -> Iterator[Catalog]:
-    """A catalog session. `confined` (read-only) sessions run analysts' SQL
-    in a DuckDB of their own: see Catalog.confine_to_lake. Other sessions
-    are connections to the process's shared engine; `read_only` is then a
+    """A catalog session, on a catalog whose tables are created or brought
+    up to date first. `confined` (read-only) sessions run analysts' SQL in a
+    DuckDB of their own: see Catalog.confine_to_lake. Other sessions are
+    connections to the process's shared engine; `read_only` is then a
     promise of the caller."""
     lake = Lake(settings.lake_root)
     with _embedded_lock(settings, purpose) if settings.catalog_is_embedded else nullcontext():
@@ -158,8 +159,7 @@ def open_catalog(settings: Settings, purpose: str = "command", *, read_only: boo
                 yield catalog
             return
         with _ENGINE.session(settings, lake) as catalog:
-            if not read_only:
-                _ensure_schema(catalog)
+            _ensure_schema(catalog)
             catalog.create_views()
             yield catalog
 
