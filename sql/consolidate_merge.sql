@@ -1,10 +1,10 @@
--- The task's next output, into the temp table consolidated_next.
--- One row per source: the first occurrence read wins; earlier output (prev)
+-- The task's next output, added to `consolidated` beside its previous rows
+-- (consolidated_old_delete then removes those). One row per source: the first occurrence read wins; earlier output (prev)
 -- was read before anything new. final_rank orders the whole task by score.
 -- Who wins and the ranking are decided on narrow rows (new_items, and the
 -- source_id and score of prev); the wide columns are then read for the
 -- winning rows only.
-CREATE OR REPLACE TEMP TABLE consolidated_next AS
+INSERT INTO consolidated
 WITH prev AS (
     SELECT * FROM consolidated
     WHERE task_id = getvariable('task_id') AND NOT getvariable('rebuild')

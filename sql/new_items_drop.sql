@@ -1,1 +1,1 @@
-DROP TABLE IF EXISTS new_items; DROP TABLE IF EXISTS consolidated_next;
+DROP TABLE IF EXISTS new_items; DROP TABLE IF EXISTS consolidated_old;

@@ -66,15 +66,15 @@ def _consolidate(catalog: Catalog, task_id: str, rebuild: bool) -> Consolidation
     catalog.set_variables(task_id=task_id, from_snapshot=from_snapshot, rebuild=rebuild)
     catalog.run("consolidate_new_items")
     items_read, bundles_read, failed = catalog.rows("new_items_counts")[0]
-    catalog.run("consolidate_merge")
-    sources = catalog.rows("consolidated_next_count")[0][0]
     last = catalog.rows("consolidate_last_read")
     last_query, last_source = last[0] if last else (None, None)
     if rebuild:
         catalog.run("task_errors_clear", [task_id])
-    catalog.run("consolidate_errors")
-    catalog.run("consolidated_clear", [task_id])
-    catalog.run("consolidated_replace")
+    if failed:
+        catalog.run("consolidate_errors")
+    catalog.run("consolidated_old_rows")
+    sources = catalog.rows("consolidate_merge")[0][0]
+    catalog.run("consolidated_old_delete")
     catalog.run("cursor_delete", [task_id])
     catalog.run("cursor_put", [task_id, last_query, last_source, sources, high_water, sources])
     catalog.run("new_items_drop")

@@ -1,1 +1,0 @@
-DELETE FROM consolidated WHERE task_id = ?;
