@@ -352,8 +352,7 @@ def test_timeout_ends_the_run_and_keeps_what_landed(research):
 
 def test_corrupt_policy_row_runs_with_the_built_in_policy(research):
     with open_catalog(research.settings, "test: corrupt policy") as catalog:
-        catalog.con.execute("INSERT OR REPLACE INTO search_policy VALUES (?, ?, now())",
-                            ["broken", '{"max_detail_fetch": 0}'])
+        catalog.run("policy_put", ["broken", '{"max_detail_fetch": 0}'])
     result = research.run(task_id="corrupt", target=2, demand_id="broken")
     row = research.run_row("corrupt")
     assert row["status"] == "complete" and row["demand_id"] == "broken"

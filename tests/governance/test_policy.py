@@ -19,7 +19,9 @@ def catalog(settings):
 
 
 def store_raw(catalog, demand_id: str, config: str) -> None:
-    catalog.con.execute("INSERT OR REPLACE INTO search_policy VALUES (?, ?, now())", [demand_id, config])
+    """A row as any SQL client could write it, bypassing validation."""
+    catalog.run("policy_delete", [demand_id])
+    catalog.run("policy_put", [demand_id, config])
 
 
 def test_default_row_is_seeded_with_the_built_in_values(catalog):
