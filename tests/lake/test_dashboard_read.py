@@ -34,11 +34,12 @@ def test_a_dashboard_reads_consolidated_and_results(lake, inbox, new_bundle, new
     lake.consolidate("t1")
     lake.consolidate("t2")
 
+    through_sql = lake.dicts("select task_id, source_id, url, final_rank, seen_count from consolidated "
+                             "order by task_id, final_rank")
+    # An embedded catalog admits one process at a time: the dashboard reads between searchlake commands.
     con = dashboard_connection(settings.catalog_path)
     consolidated = con.sql("SELECT task_id, source_id, url, final_rank, seen_count FROM lake.consolidated").pl()
     consolidated = consolidated.sort("task_id", "final_rank")
-    through_sql = lake.dicts("select task_id, source_id, url, final_rank, seen_count from consolidated "
-                             "order by task_id, final_rank")
     assert consolidated.to_dicts() == through_sql
     # b was first read in q1 (0.4): the first occurrence wins, then rank by score_final
     assert consolidated.filter(pl.col("task_id") == "t1")["url"].to_list() == [
