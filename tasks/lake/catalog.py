@@ -206,9 +206,7 @@ class _SharedEngine:
                 self._changed.notify_all()
 
     def _detach(self) -> None:
-        # DuckLake keeps its catalog database attached beside the lake: both go.
-        self._db.execute(f"DETACH {ALIAS}")
-        self._db.execute(f"DETACH DATABASE IF EXISTS __ducklake_metadata_{ALIAS}")
+        self._db.execute(f"DETACH {ALIAS}")  # DuckLake's own catalog database goes with it
         self._attached = None
 
 
