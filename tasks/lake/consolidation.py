@@ -68,7 +68,7 @@ def _consolidate(catalog: Catalog, task_id: str, rebuild: bool) -> Consolidation
     items_read, bundles_read, failed = catalog.rows("new_items_counts")[0]
     last = catalog.rows("consolidate_last_read")
     last_query, last_source = last[0] if last else (None, None)
-    if rebuild:
+    if rebuild and cursor:  # the errors an earlier consolidation logged
         catalog.run("task_errors_clear", [task_id])
     if failed:
         catalog.run("consolidate_errors")
