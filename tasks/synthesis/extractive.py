@@ -14,10 +14,10 @@ It quotes the sentences of the sources that answer the question:
   one document (one page) count once;
 - figures become key data points only when they are measures (a number, a
   unit, the words it measures) in such a sentence;
-- the page the search ranked first leads: when none of its sentences passes
-  the 40% rule, its closest sentence (at least half that coverage) is quoted
-  first, said to cover only part of the question — retrieval judged the whole
-  page, so its best sentence is the likeliest partial answer;
+- when no sentence of any source passes the 40% rule, the closest sentence
+  of the page the search ranked first (at least 25%) is quoted, said to
+  cover only part of the question: retrieval judged that whole page the
+  likeliest answer, so its closest sentence is the likeliest partial one;
 - when no sentence covers the question, or an aspect of it, the report says
   so as a gap instead of quoting noise.
 """
@@ -168,10 +168,14 @@ def _relevance(sentences: list[_Sentence], question: str, aspect_list: list[Aspe
         if coverage < opts.min_coverage or (asked and _aspect_of(s.termset, asked, focus) is None):
             out.append(0.0)
             continue
-        hits = sum(1 for p in pairs if f" {p} " in s.phrase_text)
         subject = 0.2 if _defines_subject(s, aspect_list, focus) else 0.0
-        out.append(coverage + 0.3 * b / best + 0.15 * min(2, hits) + subject + _rank_prior(s.source, opts))
+        out.append(coverage + 0.3 * b / best + _pairs_held(s, pairs) + subject + _rank_prior(s.source, opts))
     return out
+
+
+def _pairs_held(s: _Sentence, pairs: list[str]) -> float:
+    """What repeating the question's word pairs adds: 0.15 each, two at most."""
+    return 0.15 * min(2, sum(1 for p in pairs if f" {p} " in s.phrase_text))
 
 
 def _rank_prior(source: Source, opts: ExtractiveOptions) -> float:
@@ -253,16 +257,15 @@ def _pick(found: list[_Finding], aspect_list: list[Aspect], focus: Focus, opts: 
 def _closest(sentences: list[_Sentence], question: str, focus: Focus,
              opts: ExtractiveOptions) -> _Sentence | None:
     """For a question no sentence passes the coverage rule for: the closest
-    sentence of the page the search ranked first — the one holding the most
-    of the question's term weight, at least `partial_coverage` of it and the
-    two-term floor — or None when nothing in that page comes close."""
+    sentence of the page the search ranked first — holding at least
+    `partial_coverage` of the question's term weight and the two-term floor,
+    the most of that weight and of the question's word pairs — or None when
+    nothing in that page comes close."""
     floor = 2 if len(focus.terms) >= 3 else 1
     pairs = question_pairs(question)
     close = [(focus.coverage(s.termset, text=s.phrase_text), s) for s in sentences
              if s.source.number == 1 and focus.matched_terms(s.termset) >= floor]
-    # ranked as eligible sentences are: coverage, and the question's word pairs it repeats
-    scored = [(c + 0.15 * min(2, sum(1 for p in pairs if f" {p} " in s.phrase_text)), -i, s)
-              for i, (c, s) in enumerate(close) if c >= opts.partial_coverage]
+    scored = [(c + _pairs_held(s, pairs), -i, s) for i, (c, s) in enumerate(close) if c >= opts.partial_coverage]
     best = max(scored, key=lambda x: x[:2], default=None)
     return best[2] if best else None
 
