@@ -6,7 +6,8 @@ consolidated sources of a task:
   coarse_filter         title screening against the question; lenient: only
                         the clearly irrelevant go
   quality_filter        read the body of the best candidates, score it, have
-                        an LLM review it (optional), keep the best `target`
+                        an LLM review it (optional), keep the best-ranked
+                        `target` that pass the quality bar
   aggregate_publishers  who published what was selected
 
 Every stage returns a StageOutput: the kept candidates, a Drop for every
@@ -245,6 +246,12 @@ REVIEW_EXCERPT = 800
 #  length_band  how much of an article the body is (see length_band)
 #  score_final  the search-time score (relevance, freshness, authority)
 W_COVERAGE, W_LENGTH, W_SCORE = 0.5, 0.2, 0.3
+# The bar a body must reach to be selected ahead of the search's own order:
+# at a middling score_final (0.5), a whole page holding a tenth of the
+# question's terms, a 150-500 character snippet holding a third of them, a
+# shorter one nearly half. The quality score is a coarse lexical check: it
+# gates, it does not re-rank what the search ranked.
+QUALITY_BAR = 0.4
 
 
 def length_band(chars: int) -> float:
@@ -273,7 +280,10 @@ def quality_filter(question: str, cands: Sequence[Candidate], policy: Policy, ta
     each body (content_text, else `fetch(c)`; a failed fetch scores the
     snippet and says so), score it, let the LLM rate relevance when
     policy.enable_llm_review and an LLM is configured ("low" is dropped;
-    fail-open), sort by (relevance, quality, score_final) and keep `target`."""
+    fail-open), and keep `target`: by the LLM's relevance (high, then
+    medium or unreviewed), then those reaching QUALITY_BAR before those
+    that do not, each in the search's order (score_final, final_rank) —
+    the quality score is a gate, not a ranking of its own."""
     out = StageOutput(kept=[])
     order = sorted(cands, key=lambda c: -c.score_final)  # stable: final_rank breaks ties
     reviewed, unreviewed = order[:policy.max_detail_fetch], order[policy.max_detail_fetch:]
@@ -284,7 +294,8 @@ def quality_filter(question: str, cands: Sequence[Candidate], policy: Policy, ta
               for c, (body, note) in zip(reviewed, bodies)]
     if policy.enable_llm_review and llm is not None:
         scored = _review(question, scored, [b for b, _ in bodies], llm, client, out)
-    scored.sort(key=lambda c: (RELEVANCE_ORDER.get(c.relevance, 2), c.quality, c.score_final), reverse=True)
+    # `scored` is in the search's order and the sort is stable: within a tier, that order stays.
+    scored.sort(key=lambda c: (-RELEVANCE_ORDER.get(c.relevance, 2), c.quality < QUALITY_BAR))
     target = max(0, int(target))
     out.kept = scored[:target]
     out.drops += [_drop(c, QUALITY, f"beyond target count ({target})") for c in scored[target:]]

@@ -14,6 +14,10 @@ It quotes the sentences of the sources that answer the question:
   one document (one page) count once;
 - figures become key data points only when they are measures (a number, a
   unit, the words it measures) in such a sentence;
+- when no sentence of any source passes the 40% rule, the closest sentence
+  of the page the search ranked first (at least 25%) is quoted, said to
+  cover only part of the question: retrieval judged that whole page the
+  likeliest answer, so its closest sentence is the likeliest partial one;
 - when no sentence covers the question, or an aspect of it, the report says
   so as a gap instead of quoting noise.
 """
@@ -105,6 +109,7 @@ class ExtractiveOptions:
     quote_chars: int = 400
     sentences_per_source: int = 600
     min_coverage: float = 0.4   # share of the question's term weight a quoted sentence must hold
+    partial_coverage: float = 0.25  # ... the closest sentence of the first-ranked page, quoted as partial
     diversity: float = 0.3      # MMR: weight of similarity to what is already picked
     rank_weight: float = 0.7    # the prior for the source retrieval ranked first (1/rank after it)
     pool: int = 300
@@ -163,10 +168,14 @@ def _relevance(sentences: list[_Sentence], question: str, aspect_list: list[Aspe
         if coverage < opts.min_coverage or (asked and _aspect_of(s.termset, asked, focus) is None):
             out.append(0.0)
             continue
-        hits = sum(1 for p in pairs if f" {p} " in s.phrase_text)
         subject = 0.2 if _defines_subject(s, aspect_list, focus) else 0.0
-        out.append(coverage + 0.3 * b / best + 0.15 * min(2, hits) + subject + _rank_prior(s.source, opts))
+        out.append(coverage + 0.3 * b / best + _pairs_held(s, pairs) + subject + _rank_prior(s.source, opts))
     return out
+
+
+def _pairs_held(s: _Sentence, pairs: list[str]) -> float:
+    """What repeating the question's word pairs adds: 0.15 each, two at most."""
+    return 0.15 * min(2, sum(1 for p in pairs if f" {p} " in s.phrase_text))
 
 
 def _rank_prior(source: Source, opts: ExtractiveOptions) -> float:
@@ -245,6 +254,22 @@ def _pick(found: list[_Finding], aspect_list: list[Aspect], focus: Focus, opts: 
     return sorted(chosen, key=lambda f: -f.relevance)
 
 
+def _closest(sentences: list[_Sentence], question: str, focus: Focus,
+             opts: ExtractiveOptions) -> _Sentence | None:
+    """For a question no sentence passes the coverage rule for: the closest
+    sentence of the page the search ranked first — holding at least
+    `partial_coverage` of the question's term weight and the two-term floor,
+    the most of that weight and of the question's word pairs — or None when
+    nothing in that page comes close."""
+    floor = 2 if len(focus.terms) >= 3 else 1
+    pairs = question_pairs(question)
+    close = [(focus.coverage(s.termset, text=s.phrase_text), s) for s in sentences
+             if s.source.number == 1 and focus.matched_terms(s.termset) >= floor]
+    scored = [(c + _pairs_held(s, pairs), -i, s) for i, (c, s) in enumerate(close) if c >= opts.partial_coverage]
+    best = max(scored, key=lambda x: x[:2], default=None)
+    return best[2] if best else None
+
+
 def _shown_quote(s: _Sentence) -> str:
     """The quote as the report shows it: one line, an ellipsis where the
     sentence goes on (the citation keeps the verbatim words only)."""
@@ -259,6 +284,11 @@ def _insight(finding: _Finding, aspect: Aspect | None, lab: dict[str, str]) -> I
             else lab["says_one"].format(domain=domain, quote=quote))
     return Insight(text=text, dimension=aspect.label if aspect else None,
                    citations=[s.source.cite(s.start, s.end) for s in [finding.lead, *finding.members]])
+
+
+def _partial_insight(s: _Sentence, aspect: Aspect | None, lab: dict[str, str]) -> Insight:
+    return Insight(text=lab["says_partly"].format(domain=s.source.domain, quote=_shown_quote(s)),
+                   dimension=aspect.label if aspect else None, citations=[s.source.cite(s.start, s.end)])
 
 
 # -- key data points and contradictions ---------------------------------------------
@@ -354,11 +384,13 @@ def _contradictions(points: list[_Point], lab: dict[str, str], limit: int,
 
 # -- gaps ------------------------------------------------------------------------------
 
-def _gaps(aspect_list: list[Aspect], sentences: list[_Sentence], focus: Focus, answered: bool,
+def _gaps(aspect_list: list[Aspect], sentences: list[_Sentence], focus: Focus, answered: bool, partly: bool,
           lab: dict[str, str]) -> list[ContradictionOrGap]:
     """What the sources do not cover: the question as a whole when no
-    sentence covers it, and each aspect no sentence of any source speaks to."""
-    gaps = [] if answered else [ContradictionOrGap(kind="gap", description=lab["no_answer"])]
+    sentence covers it (said differently when a closest sentence is quoted
+    as partial evidence), and each aspect no sentence of any source speaks to."""
+    gaps = [] if answered else [ContradictionOrGap(kind="gap", description=lab["no_answer_partly" if partly
+                                                                              else "no_answer"])]
     for aspect in aspect_list:
         if not any(focus.coverage(s.termset, list(aspect.terms)) >= ASPECT_COVERAGE for s in sentences):
             gaps.append(ContradictionOrGap(kind="gap", description=lab["gap_dimension"].format(dimension=aspect.label),
@@ -381,9 +413,12 @@ def extractive_synthesis(sources: list[Source], question: str, plan: dict | None
     found = _findings(sentences, relevance, opts.pool)
     picked = _pick(found, aspect_list, focus, opts)
     insights = [_insight(f, _aspect_of(f.lead.termset, aspect_list, focus), lab) for f in picked]
+    closest = None if picked else _closest(sentences, question, focus, opts)
+    if closest is not None:
+        insights = [_partial_insight(closest, _aspect_of(closest.termset, aspect_list, focus), lab)]
     points = _points(sentences, relevance)
     issues = _contradictions(points, lab, opts.max_contradictions)
-    issues += _gaps(aspect_list, sentences, focus, bool(insights), lab)
+    issues += _gaps(aspect_list, sentences, focus, bool(picked), closest is not None, lab)
     result = SynthesisResult(question=question, language=language, synthesized_insights=insights,
                              key_data_points=[_data_point(p) for p in points[:opts.max_data_points]],
                              contradictions_or_gaps=issues, synthesizer="extractive")

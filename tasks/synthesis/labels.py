@@ -11,8 +11,12 @@ LABELS: dict[str, dict[str, str]] = {
         "gap_dimension": "No evidence was found for “{dimension}”.",
         "says_one": "{domain} reports: “{quote}”",
         "says_many": "{domain} and {others} other {sources} report: “{quote}”",
+        "says_partly": "{domain}, the source the search ranked first, comes closest but covers only part of "
+                       "the question: “{quote}”",
         "contradiction": "Sources may disagree on “{measure}”: {values}.",
         "no_answer": "The sources found do not answer this question: no passage in them covers its key terms, so nothing is quoted.",
+        "no_answer_partly": "The sources found do not answer this question: no passage in them covers its key terms; "
+                            "only a passage covering part of it is quoted.",
         "title": "Research report",
         "summary": "Summary",
         "findings": "Key findings",
@@ -44,8 +48,10 @@ LABELS: dict[str, dict[str, str]] = {
         "gap_dimension": "未找到关于“{dimension}”的证据。",
         "says_one": "{domain} 指出：“{quote}”",
         "says_many": "{domain} 等 {count} 个来源指出：“{quote}”",
+        "says_partly": "{domain}（检索排名第一的来源）最为接近，但只涉及问题的一部分：“{quote}”",
         "contradiction": "各来源在“{measure}”上可能存在分歧：{values}。",
         "no_answer": "找到的来源没有回答这个问题：没有任何段落涵盖其关键词，因此不引用任何内容。",
+        "no_answer_partly": "找到的来源没有回答这个问题：没有任何段落涵盖其关键词，仅引用了涉及其部分内容的段落。",
         "title": "研究报告",
         "summary": "执行摘要",
         "findings": "主要发现",

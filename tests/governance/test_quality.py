@@ -12,8 +12,8 @@ import pytest
 
 from schemas.governance import Policy
 from tasks.common.llm import LLMConfig
-from tasks.governance.filters import (Candidate, aggregate_publishers, candidates_from_rows, coarse_filter, hard_filter,
-                           load_candidates, quality_filter)
+from tasks.governance.filters import (QUALITY_BAR, Candidate, aggregate_publishers, candidates_from_rows, coarse_filter,
+                                      hard_filter, load_candidates, quality_filter, quality_score)
 
 NOW = datetime(2026, 3, 1, 12, tzinfo=timezone.utc)
 LLM = LLMConfig(base_url="https://llm.test/v1", model="test-model")
@@ -210,13 +210,25 @@ def test_quality_filter_keeps_a_source_whose_fetch_failed_on_its_snippet():
     assert len(out.notes) == 2
 
 
-def test_quality_filter_cuts_to_target_best_quality_first():
-    cands = [cand(1, content_text="unrelated words about cooking", score=0.9),
+def test_quality_filter_cuts_to_target_dropping_a_body_below_the_bar_first():
+    cands = [cand(1, title="Cooking tips", content_text="unrelated words about cooking", score=0.9),
              cand(2, content_text=LONG, score=0.5),
              cand(3, content_text=LONG[:600], score=0.5)]
     out = quality_filter(QUESTION, cands, Policy(), target=2)
     assert [c.source_id for c in out.kept] == ["s2", "s3"]
     assert [(d.source_id, d.stage, d.reason) for d in out.drops] == [("s1", "quality_filter", "beyond target count (2)")]
+
+
+def test_quality_filter_keeps_the_search_order_among_sources_that_pass_the_bar():
+    # s1-s3 pass the bar holding fewer of the question's words than s4, which
+    # repeats all of them: s4 scores higher, but the search ranked it last.
+    page = "Python frees what reference counting cannot. " + "Other details of the runtime follow. " * 40
+    cands = [cand(i, title=f"Memory management {i}", content_text=page, score=0.9 - i / 100) for i in range(1, 4)]
+    cands.append(cand(4, content_text=LONG, score=0.8))
+    out = quality_filter(QUESTION, cands, Policy(), target=3)
+    assert [c.source_id for c in out.kept] == ["s1", "s2", "s3"]
+    assert [d.source_id for d in out.drops] == ["s4"]
+    assert quality_score(QUESTION, cands[3], LONG) > max(c.quality for c in out.kept) >= QUALITY_BAR
 
 
 def test_llm_review_drops_low_and_ranks_by_relevance():

@@ -153,3 +153,49 @@ def test_the_page_retrieval_ranked_first_leads_when_it_speaks_to_the_question():
     assert [c.source_id for c in leads] == ["s1", "s2"]  # both pages answer; the better-ranked one first
     assert leads[0].quote.startswith("A generator function is a function which uses the yield statement")
     assert not [q for q in quotes(result) if "first-class" in q]  # its rank quotes no off-topic sentence
+
+
+TYPES_PAGE = ("The standard type hierarchy\n***************************\n\n"
+              "They are valid numeric literals which, when passed to their class constructor, produce an object "
+              "having the numeric value.\n\n"
+              "A function or method which uses the yield statement is called a generator function; calling it "
+              "returns an iterator.\n")
+FORMAT_PAGE = ("Format specification\n********************\n\n"
+               "A general convention is that an empty format specification produces the same result as str().\n")
+
+
+def test_no_sentence_covers_the_question_so_the_first_ranked_page_leads_said_to_cover_part_of_it():
+    sources = [source(1, f"{DATAMODEL}?topic=types#types", "The standard type hierarchy", TYPES_PAGE),
+               source(2, "https://docs.python.org/3.11/library/string.html?topic=formatstrings#formatstrings",
+                      "Format specification", FORMAT_PAGE)]
+    result = extractive_synthesis(sources, "How does a generator function produce values one at a time?")
+    (insight,) = result.synthesized_insights
+    (citation,) = insight.citations
+    assert citation.source_id == "s1" and citation.verified
+    assert citation.quote.startswith("A function or method which uses the yield statement")  # not the literals one
+    assert TYPES_PAGE[citation.start:citation.end] == citation.quote
+    assert "covers only part of the question" in insight.text
+    gaps = [g.description for g in result.contradictions_or_gaps if g.kind == "gap"]
+    assert gaps[0].startswith("The sources found do not answer this question")
+    assert "only a passage covering part of it is quoted" in gaps[0]
+
+
+def test_a_page_ranked_below_the_first_is_never_quoted_as_partial_evidence():
+    sources = [source(1, "https://docs.python.org/3.11/library/string.html?topic=formatstrings#formatstrings",
+                      "Format specification", FORMAT_PAGE),
+               source(2, f"{DATAMODEL}?topic=types#types", "The standard type hierarchy", TYPES_PAGE)]
+    result = extractive_synthesis(sources, "How does a generator function produce values one at a time?")
+    assert result.synthesized_insights == [] and result.all_citations() == []
+    assert "nothing is quoted" in result.contradictions_or_gaps[0].description
+
+
+def test_a_partial_passage_never_displaces_a_sentence_that_covers_the_question():
+    answer = ("Generators\n**********\n\n"
+              "A generator function produces values one at a time: each yield hands one value to the caller.\n")
+    sources = [source(1, f"{DATAMODEL}?topic=types#types", "The standard type hierarchy", TYPES_PAGE),
+               source(2, "https://docs.python.org/3.11/reference/expressions.html?topic=yield#yield",
+                      "Yield expressions", answer)]
+    result = extractive_synthesis(sources, "How does a generator function produce values one at a time?")
+    assert not [i for i in result.synthesized_insights if "covers only part" in i.text]
+    assert result.synthesized_insights[0].citations[0].quote.startswith("A generator function produces values")
+    assert not [g for g in result.contradictions_or_gaps if g.description.startswith("The sources found")]
