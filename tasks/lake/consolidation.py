@@ -72,10 +72,14 @@ def _consolidate(catalog: Catalog, task_id: str, rebuild: bool) -> Consolidation
         catalog.run("task_errors_clear", [task_id])
     if failed:
         catalog.run("consolidate_errors")
-    catalog.run("consolidated_old_rows")
+    # A task never consolidated has no output and no cursor row yet: those
+    # are committed together, so there is nothing to replace.
+    if cursor:
+        catalog.run("consolidated_old_rows")
     sources = catalog.rows("consolidate_merge")[0][0]
-    catalog.run("consolidated_old_delete")
-    catalog.run("cursor_delete", [task_id])
+    if cursor:
+        catalog.run("consolidated_old_delete")
+        catalog.run("cursor_delete", [task_id])
     catalog.run("cursor_put", [task_id, last_query, last_source, sources, high_water, sources])
     catalog.run("new_items_drop")
     return ConsolidationReport(task_id, bundles_read, items_read, failed, sources,
