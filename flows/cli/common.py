@@ -45,7 +45,18 @@ def settings():
     check_writable_folder(config.home, "SEARCHLAKE_HOME")
     if config.catalog_is_embedded:
         check_writable_folder(config.catalog_path.parent, "the catalog's folder")
+        _mention_an_earlier_catalog(config)
     return config
+
+
+def _mention_an_earlier_catalog(config) -> None:
+    """Versions before the DuckLake lake kept their catalog in catalog.duckdb:
+    its lake is not read, and a user upgrading should hear it (until the new one exists)."""
+    earlier = Path(config.home) / "catalog.duckdb"
+    if earlier.exists() and not config.catalog_path.exists():
+        err.print(f"note: {earlier} is the catalog of an earlier searchlake; this version keeps the lake in "
+                  f"{config.catalog_path} and does not read the earlier one (land its raw bundles again with "
+                  f"`searchlake ingest {Path(config.lake_root) / 'raw'}`)", markup=False, highlight=False)
 
 
 def check_writable_folder(folder: Path, what: str) -> None:

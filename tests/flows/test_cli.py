@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from pathlib import Path
 
 
 def test_sql_runs_a_query(cli):
@@ -136,3 +137,13 @@ def test_demo_prints_the_top_sources(cli):
 
     again = cli.run("demo")  # running it twice is harmless
     assert again.returncode == 0 and "unchanged 3" in again.stdout and "nothing new" in again.stdout
+
+
+def test_an_earlier_catalog_is_mentioned_until_the_new_one_exists(cli):
+    Path(cli.home).mkdir(parents=True, exist_ok=True)
+    (Path(cli.home) / "catalog.duckdb").write_bytes(b"")
+    first = cli.run("sql", "select count(*) from bundles", "--format", "csv")
+    assert first.returncode == 0 and first.stdout.splitlines()[-1] == "0"
+    assert first.stderr.startswith(f"note: {Path(cli.home) / 'catalog.duckdb'} is the catalog of an earlier searchlake")
+    again = cli.run("sql", "select 1", "--format", "csv")
+    assert again.returncode == 0 and again.stderr == ""
