@@ -150,9 +150,8 @@ def open_catalog(settings: Settings, purpose: str = "command", *, read_only: boo
     lake = Lake(settings.lake_root)
     with _embedded_lock(settings, purpose) if settings.catalog_is_embedded else nullcontext():
         if confined:
-            if not _schema_current(settings, lake):
-                with _ENGINE.session(settings, lake) as catalog:
-                    _ensure_schema(catalog)
+            with _ENGINE.session(settings, lake) as catalog:
+                _ensure_schema(catalog)
             with _own_engine(settings, lake) as catalog:
                 catalog.create_views()
                 catalog.confine_to_lake()
@@ -311,13 +310,6 @@ def _literal(text: str) -> str:
 
 def _schema_fingerprint() -> str:
     return hashlib.sha256("\n".join(sql_group("schema_")).encode()).hexdigest()[:16]
-
-
-def _schema_current(settings: Settings, lake: Lake) -> bool:
-    if settings.catalog_is_embedded and not settings.catalog_path.exists():
-        return False
-    with _ENGINE.session(settings, lake) as catalog:
-        return _stored_fingerprint(catalog) == _schema_fingerprint()
 
 
 def _stored_fingerprint(catalog: Catalog) -> str | None:
