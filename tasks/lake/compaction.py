@@ -3,11 +3,19 @@
 Small files (one per landing batch, many per task) are merged; snapshots
 older than the retention are expired, so time travel reaches back that far;
 files no kept snapshot reads are deleted, and so are files a killed writer
-left before its commit."""
+left before its commit: table files no snapshot knows, and raw, quarantine
+and report files no row names. Those are taken only once they are an hour
+old, so that no writer's file in flight goes."""
 
 from __future__ import annotations
 
+import time
+from datetime import datetime
+
 from tasks.lake.catalog import TABLES_FOLDER, Catalog
+
+STRAY_AGE_SECONDS = 3600
+NAMED_FILE_FOLDERS = ("raw/", "quarantine/", "reports/")
 
 
 def compact(catalog: Catalog, keep_days: float) -> list[str]:
@@ -17,8 +25,38 @@ def compact(catalog: Catalog, keep_days: float) -> list[str]:
     expired = len(catalog.rows("compact_expire"))
     deleted = len(catalog.rows("compact_cleanup")) + len(catalog.rows("compact_orphans"))
     after = _data_files(catalog)
+    stray = stray_files(catalog, min_age_seconds=STRAY_AGE_SECONDS)
+    for key in stray:
+        catalog.lake.delete(key)
     return [f"table files: {after} (were {before}; rows kept in the catalog moved out, small files merged)",
-            f"snapshots expired: {expired} (older than {keep_days:g} days); unused files deleted: {deleted}"]
+            f"snapshots expired: {expired} (older than {keep_days:g} days); unused table files deleted: {deleted}",
+            f"raw, quarantine and report files no row names, over an hour old, deleted: {len(stray)}"]
+
+
+def stray_files(catalog: Catalog, min_age_seconds: float = 0) -> list[str]:
+    """Lake keys under raw/, quarantine/ and reports/ that no row names (a
+    writer killed between writing a file and committing the row that names
+    it leaves one), at least `min_age_seconds` old."""
+    named = {row[0] for row in catalog.rows("lake_file_keys")}
+    lake = catalog.lake
+    stray = []
+    for folder in NAMED_FILE_FOLDERS:
+        base = f"{lake.root}/{folder}"
+        if not lake.fs.exists(base):
+            continue
+        for path, info in lake.fs.find(base, detail=True).items():
+            key = path[len(lake.root) + 1:]
+            if key not in named and _age_seconds(info) >= min_age_seconds:
+                stray.append(key)
+    return sorted(stray)
+
+
+def _age_seconds(info: dict) -> float:
+    """A file's age from fsspec's details: `mtime` (local files) or `LastModified` (object stores)."""
+    stamp = info.get("mtime", info.get("LastModified"))
+    if isinstance(stamp, datetime):
+        stamp = stamp.timestamp()
+    return time.time() - float(stamp) if stamp is not None else 0.0
 
 
 def orphan_table_files(catalog: Catalog) -> list[str]:

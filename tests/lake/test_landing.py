@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import time
 from datetime import datetime, timezone
 
 import pytest
@@ -263,3 +265,21 @@ def test_compaction_keeps_every_row_and_the_views_still_answer(lake, inbox, new_
     lake.ingest(inbox.write(new_bundle("q5", [new_item("https://a.example/new", 0.95)])))
     assert lake.consolidate().bundles_read == 1
     assert lake.consolidated()[0]["url"] == "https://a.example/new"
+
+
+def test_compaction_deletes_raw_files_no_bundle_names_once_they_are_old(lake, inbox, new_bundle, new_item):
+    lake.ingest(inbox.write(new_bundle("q1", [new_item("https://a.example/1")])))
+    [kept] = lake.files_under("raw/")
+    old_stray = lake.root / "raw" / "task_id=t1" / "query_id=q9" / "killed-before-commit.json"
+    new_stray = lake.root / "raw" / "task_id=t1" / "query_id=q8" / "in-flight.json"
+    for stray in (old_stray, new_stray):
+        stray.parent.mkdir(parents=True)
+        stray.write_text("{}")
+    two_hours_ago = time.time() - 7200
+    os.utime(old_stray, (two_hours_ago, two_hours_ago))
+
+    with open_catalog(lake.settings, "test-compact") as catalog:
+        lines = compact(catalog, keep_days=7)
+
+    assert lines[-1] == "raw, quarantine and report files no row names, over an hour old, deleted: 1"
+    assert sorted(lake.files_under("raw/")) == sorted([kept, "raw/task_id=t1/query_id=q8/in-flight.json"])
