@@ -1,4 +1,5 @@
-"""Arrow schemas of the Parquet files in the lake: what dashboards read."""
+"""The Arrow schema of the rows landing adds to the lake's `results` table
+(sql/schema_00_lake.sql creates the tables; a test keeps the two the same)."""
 
 from __future__ import annotations
 
@@ -41,18 +42,3 @@ ITEM_FIELDS = [
     "published_at", "captured_at", "http_status", "score_relevance", "score_freshness",
     "score_authority", "score_final", "status", "error_code",
 ]
-
-_CONSOLIDATED_EXTRA = [
-    ("final_rank", pa.int64()),
-    ("seen_count", pa.int64()),
-    ("query_ids", pa.list_(pa.string())),
-]
-
-CONSOLIDATED = pa.schema(
-    [RESULTS.field(name) for name in ("task_id", "source_id")]
-    + _CONSOLIDATED_EXTRA
-    + [RESULTS.field(name) for name in (
-        "query_id", "query_text", "query_intent", "provider", "rank", "url", "title",
-        "snippet", "content_text", "language", "published_at", "captured_at", "http_status",
-        "score_relevance", "score_freshness", "score_authority", "score_final")]
-)

@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 
 import pytest
 
+from schemas.rows import RESULTS
 from schemas.urls import source_id_for
 from tasks.lake.catalog import open_catalog
 from tasks.lake.compaction import compact
@@ -283,3 +284,8 @@ def test_compaction_deletes_raw_files_no_bundle_names_once_they_are_old(lake, in
 
     assert lines[-1] == "raw, quarantine and report files no row names, over an hour old, deleted: 1"
     assert sorted(lake.files_under("raw/")) == sorted([kept, "raw/task_id=t1/query_id=q8/in-flight.json"])
+
+
+def test_the_results_table_has_the_columns_landing_writes(lake):
+    described = lake.rows("SELECT column_name FROM (DESCRIBE results)")
+    assert [name for (name,) in described] == RESULTS.names
