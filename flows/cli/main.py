@@ -79,11 +79,11 @@ def sql_command(
 ) -> None:
     """Run read-only SQL over the lake and the catalog."""
     from tasks.lake.catalog import open_catalog
-    from tasks.lake.query import NotReadOnly, run_analyst_query, to_csv, to_json
+    from tasks.lake.query import NotReadOnly, QueryTimedOut, run_analyst_query, to_csv, to_json
     with open_catalog(settings(), "sql", read_only=True, confined=True) as catalog:
         try:
             result = run_analyst_query(catalog, query)
-        except NotReadOnly as exc:
+        except (NotReadOnly, QueryTimedOut) as exc:
             raise UserError(str(exc)) from None
     if fmt is Format.csv:
         sys.stdout.write(to_csv(result))

@@ -33,6 +33,7 @@ class Settings(BaseSettings):
         "The DuckLake catalog: a file path (embedded, one machine) or DuckLake's metadata "
         "connection string, e.g. postgres:dbname=lake host=db user=searchlake"))
     lock_timeout: float = Field(default=30.0, ge=0, description="Seconds to wait for a busy catalog")
+    sql_timeout: float = Field(default=300.0, gt=0, description="Seconds an analyst's `searchlake sql` query may run")
     # an s3:// lake: the usual AWS variables, read by the engine and by s3fs alike
     aws_access_key_id: SecretStr | None = Field(default=None, validation_alias=AliasChoices("AWS_ACCESS_KEY_ID"))
     aws_secret_access_key: SecretStr | None = Field(default=None, validation_alias=AliasChoices(

@@ -189,6 +189,7 @@ class _SharedEngine:
             if self._db is None:
                 self._db = _new_engine()
             if self._attached is None:
+                _use_temp_folder(self._db, settings)
                 _attach_lake(self._db, settings, lake, read_only=False)
                 self._attached = key
             self._users += 1
@@ -216,6 +217,7 @@ _ENGINE = _SharedEngine()
 def _own_engine(settings: Settings, lake: Lake) -> Iterator[Catalog]:
     con = _new_engine()
     try:
+        _use_temp_folder(con, settings)
         _attach_lake(con, settings, lake, read_only=True)
         con.execute(f"USE {ALIAS}")
         yield Catalog(con, lake, settings)
@@ -228,6 +230,12 @@ def _new_engine() -> duckdb.DuckDBPyConnection:
     con.execute("SET autoinstall_known_extensions = false; SET autoload_known_extensions = false")
     _load_extension(con, "ducklake")
     return con
+
+
+def _use_temp_folder(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
+    """Spill large sorts and joins under the home: DuckDB's default is a
+    `.tmp` folder in whatever directory the command was started from."""
+    con.execute("SET temp_directory = ?", [str(Path(settings.home) / "tmp")])
 
 
 def _attach_lake(con: duckdb.DuckDBPyConnection, settings: Settings, lake: Lake, *, read_only: bool) -> None:

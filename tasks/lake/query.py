@@ -5,6 +5,9 @@ from __future__ import annotations
 import csv
 import io
 import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
@@ -12,7 +15,11 @@ from decimal import Decimal
 import duckdb
 
 from tasks.lake.catalog import Catalog
+from tasks.lake.sql_guard import NotReadOnly, check_query
 from tasks.lake.sqlfiles import sql
+
+__all__ = ["NotReadOnly", "QueryResult", "QueryTimedOut", "run_analyst_query", "run_query", "to_csv", "to_json",
+           "top_sources"]
 
 
 @dataclass(frozen=True)
@@ -21,45 +28,44 @@ class QueryResult:
     rows: list[tuple]
 
 
-class NotReadOnly(ValueError):
-    """Analysts' SQL may only read."""
-
-
-_QUERY = duckdb.StatementType.SELECT
-_EXPLAIN = duckdb.StatementType.EXPLAIN
-
-
-def run_analyst_query(catalog: Catalog, query: str) -> QueryResult:
+def run_analyst_query(catalog: Catalog, query: str, timeout: float | None = None) -> QueryResult:
     """Run analysts' SQL in a confined session (open_catalog(confined=True)):
-    queries only (SELECT, WITH, FROM, DESCRIBE, SHOW, SUMMARIZE, and EXPLAIN
-    of a query), never statements that change or write anything.
-
-    The engine is the guard for files: a confined session opens nothing but
-    the catalog and the lake files of the views. It still lets a COPY write
-    over the files it may read, so statements are checked by DuckDB's own
-    parser too, including the statement an EXPLAIN ANALYZE would run."""
+    SELECT queries (with DESCRIBE, SUMMARIZE, SHOW TABLES and EXPLAIN of a
+    query) that name only the lake's views and plain functions (see
+    sql_guard), stopped after `timeout` seconds so that no query holds the
+    catalog for ever."""
     statements = catalog.con.extract_statements(query)
     if not statements:
         raise NotReadOnly("the SQL is empty")
     for statement in statements:
-        _check_reads_only(catalog, statement)
+        explained = statement.type == duckdb.StatementType.EXPLAIN
+        check_query(catalog.con, _explained_text(statement.query) if explained else statement.query)
     result = QueryResult([], [])
-    for statement in statements:
-        try:
-            result = run_query(catalog, statement.query)
-        except duckdb.PermissionException as exc:
-            raise NotReadOnly(f"searchlake sql only reads the lake's views: {_first_line(exc)}") from None
+    with _interrupted_after(catalog, timeout or catalog.settings.sql_timeout) as limit:
+        for statement in statements:
+            try:
+                result = run_query(catalog, statement.query)
+            except duckdb.PermissionException as exc:
+                raise NotReadOnly(f"searchlake sql only reads the lake's views: {_first_line(exc)}") from None
+            except duckdb.InterruptException:
+                raise QueryTimedOut(f"the query ran longer than {limit:g} s and was stopped "
+                                    "(SEARCHLAKE_SQL_TIMEOUT sets the limit)") from None
     return result
 
 
-def _check_reads_only(catalog: Catalog, statement) -> None:
-    kind = statement.type
-    if kind == _EXPLAIN:
-        explained = catalog.con.extract_statements(_explained_text(statement.query))
-        kind = explained[0].type if len(explained) == 1 else _EXPLAIN
-    if kind != _QUERY:
-        name = str(kind).rsplit(".", 1)[-1]
-        raise NotReadOnly(f"searchlake sql only reads; {name} statements are not allowed")
+class QueryTimedOut(RuntimeError):
+    """An analyst's query ran past its time limit."""
+
+
+@contextmanager
+def _interrupted_after(catalog: Catalog, seconds: float) -> Iterator[float]:
+    timer = threading.Timer(seconds, catalog.con.interrupt)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield seconds
+    finally:
+        timer.cancel()
 
 
 def _explained_text(explain: str) -> str:

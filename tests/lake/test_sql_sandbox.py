@@ -5,12 +5,14 @@ extension, however it is dressed up."""
 from __future__ import annotations
 
 import hashlib
+import socket
 from pathlib import Path
 
 import pytest
 
+from tasks.common.settings import Settings
 from tasks.lake.catalog import open_catalog
-from tasks.lake.query import NotReadOnly, run_analyst_query
+from tasks.lake.query import NotReadOnly, QueryTimedOut, run_analyst_query
 
 
 @pytest.fixture
@@ -90,11 +92,14 @@ def test_extensions_and_settings_are_out_of_reach(landed, settings, statement):
 
 
 def test_the_engine_itself_is_locked(landed, settings):
-    found = dict(analyst(settings, "select name, value from duckdb_settings() where name in "
-                                   "('enable_external_access', 'lock_configuration', "
-                                   "'autoload_known_extensions', 'autoinstall_known_extensions')").rows)
+    with open_catalog(settings, "test-sql", read_only=True, confined=True) as catalog:
+        found = dict(catalog.con.execute(
+            "select name, value from duckdb_settings() where name in ('enable_external_access', "
+            "'lock_configuration', 'autoload_known_extensions', 'autoinstall_known_extensions')").fetchall())
+        spill_folder = catalog.con.execute("select current_setting('temp_directory')").fetchone()[0]
     assert found == {"enable_external_access": "false", "lock_configuration": "true",
                      "autoload_known_extensions": "false", "autoinstall_known_extensions": "false"}
+    assert Path(spill_folder) == Path(settings.home) / "tmp"  # never a .tmp in the caller's folder
 
 
 def test_analysts_can_read_an_earlier_snapshot(landed, settings, inbox, new_bundle, new_item):
@@ -112,7 +117,11 @@ def test_queries_over_every_view_still_run(landed, settings):
                              "join consolidated using (source_id)").rows == [(2,)]
     for query in ["describe consolidated", "summarize results", "show tables", "from bundles",
                   "explain select * from consolidated", "explain analyze select count(*) from results",
-                  "/* comment */ explain (analyze) select 1", "pragma version"]:
+                  "/* comment */ explain (analyze) select 1", "from lake.snapshots()",
+                  "select count(*) from lake.main.consolidated", "select list_transform([1, 2], x -> x + 1)",
+                  "select upper(url), row_number() over (order by score_final desc) from consolidated",
+                  "select regexp_extract(url, '//([^/]+)', 1) as host, count(*) from results group by all",
+                  "select * from range(3) r(x) join unnest([1, 2]) u(y) on x = y"]:
         assert analyst(settings, query).columns, query
 
 
@@ -123,3 +132,76 @@ def test_a_refused_statement_is_one_error_line(cli, landed, error_lines_of):
         assert done.stdout == ""
         assert len(error_lines_of(done.stderr)) == 1 and done.stderr.count("\n") == 1, done.stderr
         assert "only reads" in done.stderr
+
+
+# -- nothing behind the lake: its catalog server, credentials and the engine ----------
+
+ENGINE_AND_EXTENSION_PROBES = [
+    "select path from duckdb_databases()",
+    "select reverse(path) from duckdb_databases()",
+    "select value from duckdb_settings() where name = 'allowed_paths'",
+    "select current_setting('allowed_paths')",
+    "select current_setting('s3_secret_access_key')",
+    "select * from duckdb_secrets()",
+    "select * from which_secret('s3://lake/x', 's3')",
+    "select getvariable('x')",
+    "select * from duckdb_extensions()",
+    "select * from pragma_database_list",
+    "show databases",
+    "select * from __ducklake_metadata_lake.main.ducklake_snapshot",
+    "select * from lake.main.bundle_catalog",
+    "select * from postgres_query('__ducklake_metadata_lake', 'select usename, passwd from pg_shadow')",
+    "select * from postgres_query('__ducklake_metadata_lake', 'select pg_read_file(''/etc/passwd'')')",
+    "select * from postgres_query('__ducklake_metadata_lake', 'select pg_terminate_backend(1)')",
+    "call postgres_execute('__ducklake_metadata_lake', 'drop table ducklake_snapshot')",
+    "select * from json_execute_serialized_sql(json_serialize_sql('select * from duckdb_settings()'))",
+    "select * from query('select * from duckdb_settings()')",
+    "select * from query_table('duckdb_settings')",
+    "select pg_get_viewdef(1)",
+    "with s as (select * from duckdb_settings()) select * from s",
+    "select (select max(path) from duckdb_databases()) from consolidated",
+    "select * from consolidated where url in (select path from duckdb_databases())",
+]
+
+
+@pytest.fixture
+def catalog_with_password(tmp_path, postgres_catalog, monkeypatch):
+    monkeypatch.setenv("SEARCHLAKE_HOME", str(tmp_path / "home"))
+    settings = Settings(catalog=postgres_catalog + " password=hunter2-catalog-secret")
+    with open_catalog(settings, "test") as catalog:
+        catalog.con.execute("select 1")
+    return settings
+
+
+@pytest.mark.parametrize("statement", ENGINE_AND_EXTENSION_PROBES)
+def test_analysts_never_reach_what_is_behind_the_lake(catalog_with_password, statement):
+    with pytest.raises(NotReadOnly) as refused:
+        analyst(catalog_with_password, statement)
+    assert "hunter2" not in str(refused.value)
+    assert analyst(catalog_with_password, "select count(*) from consolidated").rows == [(0,)]
+
+
+def test_no_query_opens_a_connection_to_a_port_of_its_choosing(catalog_with_password):
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        listener.settimeout(0.5)
+        port = listener.getsockname()[1]
+        for statement in [f"select * from postgres_scan('host=127.0.0.1 port={port} dbname=x', 'public', 't')",
+                          f"select * from postgres_query('host=127.0.0.1 port={port}', 'select 1')",
+                          f"select * from read_csv('http://127.0.0.1:{port}/x.csv')",
+                          f"select * from 'http://127.0.0.1:{port}/x.parquet'"]:
+            with pytest.raises(NotReadOnly):
+                analyst(catalog_with_password, statement)
+        with pytest.raises(socket.timeout):
+            listener.accept()
+
+
+def test_a_long_query_is_stopped_and_lets_the_catalog_go(landed, settings, cli, error_lines_of):
+    with open_catalog(settings, "test-sql", read_only=True, confined=True) as catalog:
+        with pytest.raises(QueryTimedOut):
+            run_analyst_query(catalog, "select count(*) from range(1e14::bigint)", timeout=0.5)
+    done = cli.run("sql", "select count(*) from range(1e14::bigint)", SEARCHLAKE_SQL_TIMEOUT="0.5")
+    assert done.returncode == 2 and "longer than 0.5 s" in done.stderr
+    assert len(error_lines_of(done.stderr)) == 1
+    assert landed.consolidate() is not None  # the catalog is free again

@@ -1,0 +1,156 @@
+"""What analysts' SQL may name: an allow-list, checked on DuckDB's own parse.
+
+A query is parsed by the engine (`json_serialize_sql`, which accepts only
+SELECT statements) and every table, table function and function it names is
+looked up in what analysts may use:
+
+- tables: the documented views and tables of the lake (plus the query's own
+  CTEs), in the lake's catalog only;
+- table functions: a handful that make rows from values (range, unnest, …)
+  and the lake's snapshot list for time travel;
+- functions: the scalar and aggregate functions of a bare DuckDB with no
+  extension loaded, less those that read the engine's own state.
+
+So nothing of an extension (the PostgreSQL client's `postgres_query`,
+DuckLake's internals) and nothing that shows settings, databases or secrets
+(`duckdb_settings()`, `duckdb_databases()`, `current_setting()`) can be
+named, whatever the catalog's connection string or the lake's credentials
+hold: the engine behind the session needs them, the analyst never sees them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+
+import duckdb
+
+from tasks.lake.sqlfiles import sql_group
+
+
+class NotReadOnly(ValueError):
+    """Analysts' SQL may only read the lake's views."""
+
+
+LAKE_TABLES = ("results", "consolidated", "search_policy")
+TABLE_FUNCTIONS = {"range", "generate_series", "unnest", "json_each", "json_tree", "snapshots"}
+LAKE_NAMES = ("", "lake", "main")  # a view may be named bare, or as lake.main.<view>
+# Functions of a bare engine that tell about the engine rather than compute
+# on values: its settings, variables, session and logs.
+ENGINE_STATE_FUNCTIONS = {
+    "current_setting", "getvariable", "write_log", "parse_duckdb_log_message", "current_connection_id",
+    "current_transaction_id", "current_query_id", "txid_current", "in_search_path",
+}
+# Describing a view or summarizing a query is reading; other SHOW forms list
+# the engine's databases, settings and the like.
+SHOW_FORMS = {"DESCRIBE", "SUMMARY"}
+_VIEW_NAME = re.compile(r"(?i)\bVIEW\s+(\w+)\s+AS\b")
+
+
+def check_query(con: duckdb.DuckDBPyConnection, query: str) -> None:
+    """Raise NotReadOnly unless `query` (one statement) is a SELECT that names
+    only what analysts may read."""
+    tree = _parsed(con, query)
+    ctes = set(_cte_names(tree))
+    for node in _nodes(tree):
+        _check_node(node, ctes)
+
+
+def _parsed(con: duckdb.DuckDBPyConnection, query: str) -> dict:
+    try:
+        answer = json.loads(con.execute("SELECT json_serialize_sql(?)", [query]).fetchone()[0])
+    except duckdb.Error as exc:  # e.g. the SQL does not parse
+        raise NotReadOnly(f"searchlake sql only reads: {str(exc).splitlines()[0]}") from None
+    if answer.get("error"):
+        message = answer.get("error_message", "")
+        if "Only SELECT" in message:
+            raise NotReadOnly("searchlake sql only reads; only SELECT queries are allowed")
+        raise NotReadOnly(f"searchlake sql only reads: {message.splitlines()[0] if message else 'unparsable SQL'}")
+    return answer
+
+
+def _nodes(value):
+    """Every JSON object of the parse tree, depth first."""
+    if isinstance(value, dict):
+        yield value
+        for child in value.values():
+            yield from _nodes(child)
+    elif isinstance(value, list):
+        for child in value:
+            yield from _nodes(child)
+
+
+def _cte_names(tree: dict) -> list[str]:
+    return [entry["key"].lower() for node in _nodes(tree)
+            for entry in (node.get("cte_map") or {}).get("map", []) if isinstance(entry, dict) and "key" in entry]
+
+
+def _check_node(node: dict, ctes: set[str]) -> None:
+    kind = node.get("type")
+    if kind == "BASE_TABLE":
+        _check_table(node, ctes)
+    elif kind == "SHOW_REF":
+        _check_show(node)
+    elif kind == "TABLE_FUNCTION":
+        name = _function_name(node.get("function") or {})
+        if name not in TABLE_FUNCTIONS:
+            raise NotReadOnly(f"searchlake sql only reads the lake's views; the table function {name}() is not allowed")
+    elif node.get("class") == "FUNCTION" and not node.get("is_operator"):
+        _check_function(node)
+
+
+def _check_table(node: dict, ctes: set[str]) -> None:
+    name = node.get("table_name", "").lower()
+    qualified = node.get("catalog_name") or node.get("schema_name")
+    if not qualified and name in ctes:
+        return
+    if name in readable_tables() and node.get("catalog_name", "").lower() in LAKE_NAMES \
+            and node.get("schema_name", "").lower() in LAKE_NAMES:
+        return
+    shown = ".".join(p for p in (node.get("catalog_name"), node.get("schema_name"), node.get("table_name")) if p)
+    raise NotReadOnly(f"searchlake sql only reads the lake's views; {shown!r} is not one of them "
+                      f"(see: searchlake sql \"show tables\")")
+
+
+def _check_show(node: dict) -> None:
+    show = node.get("show_type")
+    if show in SHOW_FORMS or (show == "SHOW_UNQUALIFIED" and node.get("table_name", "").strip('"') == "tables"):
+        return
+    raise NotReadOnly("searchlake sql only reads the lake's views; SHOW lists only tables (show tables)")
+
+
+def _check_function(node: dict) -> None:
+    name = _function_name(node)
+    if name in TABLE_FUNCTIONS and node.get("schema", "") in ("", "lake"):
+        return  # the function node inside a TABLE_FUNCTION reference, checked there
+    if name not in analyst_functions() or node.get("catalog") or node.get("schema", "") not in ("", "main"):
+        raise NotReadOnly(f"searchlake sql only reads the lake's views; the function {name}() is not allowed")
+
+
+def _function_name(node: dict) -> str:
+    return str(node.get("function_name", "")).lower()
+
+
+@lru_cache(maxsize=1)
+def readable_tables() -> frozenset[str]:
+    """The lake's documented SQL surface: its views and tables."""
+    views = {m.group(1).lower() for statement in sql_group("views_") for m in _VIEW_NAME.finditer(statement)}
+    return frozenset(views | set(LAKE_TABLES))
+
+
+@lru_cache(maxsize=1)
+def analyst_functions() -> frozenset[str]:
+    """Scalar and aggregate functions (and macros that only compute) of a
+    DuckDB with no extension loaded, less those that read the engine's state."""
+    bare = duckdb.connect()
+    try:
+        bare.execute("SET autoload_known_extensions = false")
+        names = {row[0].lower() for row in bare.execute(
+            # a macro that queries (the engine's views, say) is not a computation on values
+            "SELECT DISTINCT function_name FROM duckdb_functions() WHERE function_type IN ('scalar', 'aggregate') "
+            "OR (function_type = 'macro' AND macro_definition NOT ILIKE '%select%')").fetchall()}
+    finally:
+        bare.close()
+    return frozenset(n for n in names if n not in ENGINE_STATE_FUNCTIONS
+                     and not n.startswith(("duckdb_", "pragma_", "pg_", "has_")))
