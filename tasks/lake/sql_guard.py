@@ -52,6 +52,8 @@ def check_query(con: duckdb.DuckDBPyConnection, query: str) -> None:
     """Raise NotReadOnly unless `query` (one statement) is a SELECT that names
     only what analysts may read."""
     tree = _parsed(con, query)
+    if len(tree.get("statements", [])) != 1:  # e.g. a statement DuckDB expands into several (PIVOT)
+        raise NotReadOnly("searchlake sql only reads; only SELECT queries are allowed")
     ctes = set(_cte_names(tree))
     for node in _nodes(tree):
         _check_node(node, ctes)

@@ -84,7 +84,7 @@ def test_files_outside_the_lake_cannot_be_read(landed, settings, tmp_path, state
     "set enable_external_access = true", "set allowed_paths = ['/etc/passwd']",
     "pragma enable_profiling", "set autoload_known_extensions = true",
     "select 1; set variable results_files = ['/etc/passwd']",
-    "call pragma_version()",
+    "call pragma_version()", "pivot consolidated on provider using count(*)",
 ])
 def test_extensions_and_settings_are_out_of_reach(landed, settings, statement):
     with pytest.raises(NotReadOnly):
