@@ -23,13 +23,24 @@ REDACTED = "***"
 # everywhere would garble ordinary text without protecting anything.
 MIN_SECRET_CHARS = 4
 
-# Query parameters that carry credentials in the APIs we call (OpenAlex
-# api_key, TheNewsAPI api_token, ...) and in URLs users configure.
-SENSITIVE_PARAMS = ("api_key", "apikey", "api_token", "access_token", "token", "key", "secret",
-                    "password", "passwd", "auth", "signature", "sig")
-_SENSITIVE_PARAM_RE = re.compile(
-    r"(?i)([?&](?:[a-z0-9_.-]*_)?(?:%s)=)[^&#\s\"'<>]+" % "|".join(re.escape(p) for p in SENSITIVE_PARAMS)
+# Query parameter names that carry credentials, by their shape: any name
+# with token, secret, password or credential in it, a key (`key`, `api_key`,
+# `x-api-key`, `private-key`), a signature (`sig`, `signature`, `X-Amz-Signature`)
+# or an auth value (`auth`, `authorization`, `auth_code`, but not `author`).
+_SECRET_PARAM_NAME = re.compile(
+    r"(?ix) (token|secret|passw(or)?d|pwd|credential|session)"
+    r" | (^|[-_.]) (api)? key s? $ | apikey"
+    r" | (^|[-_.]) sig | signature"
+    r" | (^|[-_.]) auth (?!or(?!i[sz]))"
 )
+_QUERY_PARAM_RE = re.compile(r"([?&;])([^=&#;\s\"'<>?]+)=([^&#;\s\"'<>]*)")
+# Parameters of a configured URL known to carry no secret; every other one
+# a user writes into such a URL is taken for a credential.
+HARMLESS_PARAMS = frozenset({
+    "format", "language", "lang", "locale", "hl", "gl", "region", "country", "safesearch", "categories",
+    "category", "engines", "time_range", "pageno", "page", "per_page", "limit", "count", "q", "query", "sort",
+    "order", "theme", "v", "version",
+})
 _URL_USERINFO_RE = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@\"'<>]+@")
 
 _lock = threading.Lock()
@@ -54,7 +65,17 @@ def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
         if secret in text:
             text = text.replace(secret, REDACTED)
     text = _URL_USERINFO_RE.sub(r"\1" + REDACTED + "@", text)
-    return _SENSITIVE_PARAM_RE.sub(r"\1" + REDACTED, text)
+    return _QUERY_PARAM_RE.sub(_redacted_param, text)
+
+
+def is_secret_param(name: str) -> bool:
+    """Whether a query parameter (or header) of this name carries a credential."""
+    return bool(_SECRET_PARAM_NAME.search(name))
+
+
+def _redacted_param(match: re.Match) -> str:
+    lead, name, value = match.groups()
+    return f"{lead}{name}={REDACTED}" if value and is_secret_param(name) else match.group(0)
 
 
 def scrub(value: Any, secrets: Iterable[str | None] = ()) -> Any:
@@ -93,8 +114,8 @@ def connection_string_passwords(conninfo: str | None) -> list[str]:
 
 def url_credentials(url: str | None) -> list[str]:
     """The secret parts of a configured URL: its password, user:password (and
-    the Basic-auth form a server might echo), and values of query parameters
-    named like credentials."""
+    the Basic-auth form a server might echo), and the value of every query
+    parameter not known to be harmless."""
     if not url:
         return []
     try:
@@ -108,6 +129,6 @@ def url_credentials(url: str | None) -> list[str]:
     elif u.username:
         found.append(u.username)  # a bare token in the user part
     for name, value in u.params.multi_items():
-        if value and _SENSITIVE_PARAM_RE.search(f"?{name}={value}"):
+        if value and (name.lower() not in HARMLESS_PARAMS or is_secret_param(name)):
             found.append(value)
     return found

@@ -215,6 +215,28 @@ def test_url_credentials_are_configured_secrets(monkeypatch):
     assert "json" not in found and "searx-user" not in found
 
 
+def test_every_parameter_of_a_configured_url_not_known_harmless_is_a_secret(monkeypatch):
+    monkeypatch.setenv("SEARXNG_URL", "https://searx.example/?private-token=priv-tok-1&x-api-key=xkey-22"
+                                      "&tenant=tenant-333&format=json&language=en&safesearch=1")
+    found = set(Settings(_env_file=None).secret_values())
+    assert {"priv-tok-1", "xkey-22", "tenant-333"} <= found
+    assert not {"json", "en", "1"} & found
+
+
+@pytest.mark.parametrize("name", ["token", "private-token", "X-Api-Key", "api_key", "apikey", "key", "client_secret",
+                                  "password", "passwd", "sig", "signature", "X-Amz-Signature", "X-Amz-Credential",
+                                  "auth", "authorization", "auth_code", "oauth_token", "page_token", "session_id"])
+def test_credential_parameters_are_redacted_by_the_shape_of_their_name(name):
+    text = f"GET https://api.example/v1?q=solar&{name}=s3cr3t-value&page=2 failed"
+    assert redact(text) == f"GET https://api.example/v1?q=solar&{name}=***&page=2 failed"
+
+
+@pytest.mark.parametrize("name", ["q", "author", "authors", "keyword", "monkey", "format", "page", "lang"])
+def test_ordinary_parameters_stay_readable(name):
+    text = f"https://site.example/list?{name}=visible-value"
+    assert redact(text) == text
+
+
 def test_url_credentials_never_reach_messages_logs_or_bodies(monkeypatch, sleeps, caplog):
     monkeypatch.setenv("SEARXNG_URL", f"https://{USER_PASSWORD}@searx.example/?token={TOKEN}")
     Settings(_env_file=None)  # configuring them is enough for redaction to know them

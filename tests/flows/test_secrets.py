@@ -30,6 +30,8 @@ from tests.research_helpers import BUDGET_ENV, PROVIDER_KEYS, QUESTION, write_li
 from tasks.common.settings import Settings
 
 SEARX_USER, SEARX_PASSWORD, SEARX_TOKEN = "searx-user", "searx-pa55-Zq81", "searx-tok-7Hd02k"
+# Parameters named like headers, and one named like nothing known: all secrets.
+SEARX_PARAMS = {"private-token": "searx-private-Tn63", "x-api-key": "searx-xkey-Qe28", "instance": "searx-inst-Wb17"}
 LLM_KEY, LLM_URL_KEY = "sk-llm-header-Vb83nQ", "llm-url-key-Pw49xe"
 UNUSED_KEYS = {"TAVILY_API_KEY": "tvly-unused-Kr27", "BRAVE_API_KEY": "brave-unused-Mz55",
                "OPENROUTER_API_KEY": "sk-or-unused-Jq61", "THENEWSAPI_TOKEN": "news-unused-Lx90"}
@@ -50,7 +52,8 @@ class EchoingServices(BaseHTTPRequestHandler):
 
     def searx(self, query: dict) -> None:
         expected = "Basic " + base64.b64encode(f"{SEARX_USER}:{SEARX_PASSWORD}".encode()).decode()
-        if self.headers.get("Authorization") != expected or query.get("token") != [SEARX_TOKEN]:
+        if self.headers.get("Authorization") != expected or query.get("token") != [SEARX_TOKEN] or \
+                any(query.get(name) != [value] for name, value in SEARX_PARAMS.items()):
             return self.send(401, "text/plain", b"credentials missing")
         self.server.searx_calls += 1
         if query.get("categories") == ["news"]:  # one failing intent: a failed item names the endpoint
@@ -112,7 +115,8 @@ def catalog_text(lake) -> str:
 def test_no_configured_secret_reaches_the_home_prefect_or_the_output(cli, lake, tmp_path, monkeypatch, services):
     port = services.server_address[1]
     env = {
-        "SEARXNG_URL": f"http://{SEARX_USER}:{SEARX_PASSWORD}@127.0.0.1:{port}/searx?token={SEARX_TOKEN}",
+        "SEARXNG_URL": f"http://{SEARX_USER}:{SEARX_PASSWORD}@127.0.0.1:{port}/searx?token={SEARX_TOKEN}&"
+                       + "&".join(f"{name}={value}" for name, value in SEARX_PARAMS.items()),
         "SEARCHLAKE_LLM_BASE_URL": f"http://127.0.0.1:{port}/llm/v1?api_key={LLM_URL_KEY}",
         "SEARCHLAKE_LLM_API_KEY": LLM_KEY,
         "SEARCHLAKE_LLM_MODEL": "echo",
@@ -125,7 +129,8 @@ def test_no_configured_secret_reaches_the_home_prefect_or_the_output(cli, lake, 
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     secrets = Settings().secret_values()  # every secret the one settings object knows
-    assert {SEARX_PASSWORD, SEARX_TOKEN, LLM_KEY, LLM_URL_KEY, *UNUSED_KEYS.values()} <= set(secrets)
+    assert {SEARX_PASSWORD, SEARX_TOKEN, LLM_KEY, LLM_URL_KEY, *UNUSED_KEYS.values(),
+            *SEARX_PARAMS.values()} <= set(secrets)
 
     prefect_home = tmp_path / "prefect-home"
     # Not cli.run: Prefect's DEBUG logs, asked for here, show tracebacks of their own.
