@@ -127,6 +127,7 @@ def demo() -> None:
 
 
 def main() -> None:
+    from tasks.common.errors import is_disk_full
     from tasks.lake.catalog import CatalogBusy, CatalogError, CatalogUnavailable
     from tasks.lake.consolidation import UnknownTask
     try:
@@ -144,8 +145,13 @@ def main() -> None:
     except ValidationError as exc:
         first = exc.errors()[0]
         _fail(f"invalid setting {'.'.join(map(str, first['loc']))}: {first['msg']}")
-    except CatalogError as exc:
-        _fail(str(exc).splitlines()[0])
+    except (CatalogError, OSError) as exc:
+        if not is_disk_full(exc):
+            if isinstance(exc, OSError):
+                raise
+            _fail(str(exc).splitlines()[0])
+        _fail(f"the disk is full ({_where(exc)}); nothing this command had not committed is in the lake: "
+              "free some space and run it again")
     sys.exit(code if isinstance(code, int) else 0)
 
 
@@ -156,6 +162,12 @@ def usage_line(exc) -> str:
     ctx = getattr(exc, "ctx", None)
     command = ctx.command_path if ctx is not None else "searchlake"
     return f"{message} (see: {command} --help)"
+
+
+def _where(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.filename:
+        return f"writing {exc.filename}"
+    return " ".join(str(exc).split())[:200]
 
 
 def _question_mismatch() -> type:

@@ -1,7 +1,11 @@
-"""Errors shared by everything that calls out: the HTTP path, the page
-fetcher and the search providers."""
+"""Errors shared by the stages: calls out (the HTTP path, the page fetcher,
+the search providers) and the disk."""
 
 from __future__ import annotations
+
+import errno
+
+_DISK_FULL_WORDS = ("no space left on device", "disk is full", "not enough space on the disk")
 
 
 class RemoteError(Exception):
@@ -21,3 +25,11 @@ class RemoteError(Exception):
         self.reason = message if reason is None else reason
         self.retryable = retryable
         self.retry_after = retry_after
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """Whether `exc` (an OSError, or a database driver's error that only
+    says so in words) is a full disk."""
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    return any(words in str(exc).lower() for words in _DISK_FULL_WORDS)

@@ -34,6 +34,7 @@ from urllib.parse import urlsplit
 import duckdb
 from filelock import FileLock, Timeout
 
+from tasks.common.errors import is_disk_full
 from tasks.common.redaction import redact
 from tasks.common.settings import Settings, secret_value
 from tasks.lake.files import Lake, LakeWrite
@@ -206,11 +207,29 @@ class _SharedEngine:
                 self._changed.notify_all()
 
     def _detach(self) -> None:
-        self._db.execute(f"DETACH {ALIAS}")  # DuckLake's own catalog database goes with it
-        self._attached = None
+        try:
+            self._db.execute(f"DETACH {ALIAS}")  # DuckLake's own catalog database goes with it
+        except duckdb.IOException as exc:
+            if "CHECKPOINT during DETACH failed" not in str(exc):
+                raise
+            # What committed is in the catalog's write-ahead log (a later open
+            # replays it); only folding it into the file failed. The engine is
+            # left in a state it calls invalidated, so the next session gets a new one.
+            _say_checkpoint_failed(exc)
+            self._db.close()
+            self._db = None
+        finally:
+            self._attached = None
 
 
 _ENGINE = _SharedEngine()
+
+
+def _say_checkpoint_failed(exc: duckdb.IOException) -> None:
+    cause = str(exc).rsplit("Original error: ", 1)[-1].strip()
+    full = " (the disk is full)" if is_disk_full(exc) else ""
+    print(f"warning: the work is committed, but the catalog could not fold its write-ahead log into its "
+          f"file{full}: {redact(cause)}; the next command that finds room does it", file=sys.stderr)
 
 
 @contextmanager
