@@ -116,7 +116,8 @@ def _run(question, task_id, trace_id, names, target, budget, policy, settings, c
                 detail[name] = prepare_task(name, task_id, settings)
     search_stats, candidates = _search_to_target(plan, task_id, names, target, policy, settings, client, view)
     counts["candidate_count"] = len(candidates)
-    _gate(view, search_completeness(len(candidates), target, policy, deepest=search_stats["deepest"]))
+    _gate(view, search_completeness(len(candidates), target, policy, deepest=search_stats["deepest"],
+                                    exhausted=search_stats["exhausted"]))
 
     rounds = 0
     while True:
@@ -157,7 +158,7 @@ def _search_to_target(plan: ResearchPlan, task_id, names, target, policy, settin
     new (the providers are exhausted). The completeness gate judges after."""
     stats = _search(plan, task_id, names, settings, client, view, "search")
     candidates = _consolidate(task_id, settings, view)
-    needed, depth = threshold(target, policy.min_candidate_multiplier), settings.max_results
+    needed, depth, exhausted = threshold(target, policy.min_candidate_multiplier), settings.max_results, False
     while len(candidates) < needed and depth < MAX_RESULTS:
         depth = min(MAX_RESULTS, depth * 2)
         more = _search(plan, task_id, names, settings, client, view, "deeper_search", depth=depth)
@@ -165,8 +166,9 @@ def _search_to_target(plan: ResearchPlan, task_id, names, target, policy, settin
         found = len(candidates)
         candidates = _consolidate(task_id, settings, view)
         if len(candidates) == found:
+            exhausted = not more["failed_searches"]  # a failed search may yet have more to give
             break
-    return {**stats, "deepest": depth}, candidates
+    return {**stats, "deepest": depth, "exhausted": exhausted}, candidates
 
 
 def deeper(calls: list[SearchCall], depth: int) -> list[SearchCall]:

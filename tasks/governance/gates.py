@@ -31,10 +31,12 @@ def _count(value: int | Sized) -> int:
 # -- after the search -----------------------------------------------------------
 
 def search_completeness(candidates: int | Sized, target: int, policy: Policy,
-                        deepest: int | None = None) -> GateResult:
+                        deepest: int | None = None, exhausted: bool = False) -> GateResult:
     """Enough candidates to filter down to `target`? >= target × min_candidate_multiplier
-    passes, >= target × near_enough_candidate_multiplier warns, fewer aborts.
-    `deepest`: the most results the search asked each query for."""
+    passes, >= target × near_enough_candidate_multiplier warns, fewer aborts —
+    unless the providers are `exhausted` (a deeper search brought nothing
+    new): then the run goes on, warned, with what exists, since no search
+    could find more. `deepest`: the most results the search asked each query for."""
     count = _count(candidates)
     enough = threshold(target, policy.min_candidate_multiplier)
     near = threshold(target, policy.near_enough_candidate_multiplier)
@@ -47,6 +49,10 @@ def search_completeness(candidates: int | Sized, target: int, policy: Policy,
                           f"(target {target} x {policy.min_candidate_multiplier:g}) but at least {near} "
                           f"(x {policy.near_enough_candidate_multiplier:g}); going on", metrics)
     depth = f", even asking each query for {deepest} results" if deepest else ""
+    if exhausted and count:
+        return GateResult(SEARCH_COMPLETENESS, "warn", f"only {count} candidate sources, fewer than the {near} "
+                          f"wanted (target {target} x {policy.near_enough_candidate_multiplier:g}), but the "
+                          f"providers have nothing more{depth}; going on with what there is", metrics)
     fewer = max(1, math.floor(count / policy.near_enough_candidate_multiplier)) if count else None
     advice = (f"ask for fewer sources with --target {fewer}, or " if fewer and fewer < target else "")
     return GateResult(SEARCH_COMPLETENESS, "abort", f"the search found only {count} candidate sources{depth}; "

@@ -35,6 +35,13 @@ def test_search_completeness_reason_names_the_numbers_and_takes_a_list():
     assert "--target 4" in result.reason and "--library" in result.reason and "--providers" in result.reason
 
 
+def test_search_completeness_goes_on_when_the_providers_have_nothing_more():
+    result = search_completeness(["c"] * 11, 10, POLICY, deepest=20, exhausted=True)
+    assert result.outcome == "warn" and result.proceeds
+    assert "only 11 candidate sources" in result.reason and "nothing more" in result.reason
+    assert search_completeness([], 10, POLICY, deepest=20, exhausted=True).outcome == "abort"
+
+
 @pytest.mark.parametrize("selected, rounds_used, max_rounds, outcome, words", [
     (10, 0, 1, "pass", "10 selected"),
     (12, 0, 1, "pass", "target 10"),
