@@ -117,43 +117,71 @@ def clip(text: str, limit: int) -> str:
 # -- quote checking ------------------------------------------------------------
 
 _ELISION = re.compile(r"\s*(?:\.\.\.|\u2026)+\s*")
-_QUOTE_MARKS = "\"'\u2018\u2019\u201c\u201d"
-_SAME_CHAR = {"'": "['\u2018\u2019]", "\u2018": "['\u2018\u2019]", "\u2019": "['\u2018\u2019]",
-              '"': '["\u201c\u201d]', "\u201c": '["\u201c\u201d]', "\u201d": '["\u201c\u201d]',
-              "-": "[-\u2013\u2014]", "\u2013": "[-\u2013\u2014]", "\u2014": "[-\u2013\u2014]"}
+_QUOTE_MARKS = "\"'\u2018\u2019\u201c\u201d\u300c\u300d\u300e\u300f"
 
 
-def _pattern(part: str) -> str:
-    """A regex for a quoted phrase that tolerates what copying changes:
-    whitespace and line breaks, case, and typographic quotes and dashes."""
-    out = []
-    for word in part.split():
-        out.append("".join(_SAME_CHAR.get(ch, re.escape(ch)) for ch in word))
-    return r"\s+".join(out)
+def _spaced(ch: str) -> bool:
+    """Whether a space next to this character is part of the text's sense:
+    between Latin words, yes; beside CJK or punctuation, copying adds and
+    drops such spaces freely."""
+    return ch.isalnum() and not CJK_RUN.match(ch)
+
+
+def comparable(text: str) -> tuple[str, list[int], list[int]]:
+    """The form quotes are compared in — each character (with its combining
+    marks) NFKC-normalized, so full-width forms read as half-width, then
+    case-folded, typographic quotes and dashes made plain, whitespace kept
+    only as one space between Latin words — and, per character of it, the
+    [start, end) offsets in `text` of what it came from."""
+    out: list[str] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    space_at = -1
+    for start, end in _clusters(text or ""):
+        piece = unicodedata.normalize("NFKC", text[start:end]).casefold().translate(_PLAIN_PUNCT)
+        if not piece.strip():
+            space_at = start if space_at < 0 else space_at
+            continue
+        if space_at >= 0 and out and _spaced(out[-1]) and _spaced(piece[0]):
+            out.append(" ")
+            starts.append(space_at)
+            ends.append(start)
+        space_at = -1
+        for folded in piece:
+            out.append(folded)
+            starts.append(start)
+            ends.append(end)
+    return "".join(out), starts, ends
+
+
+def _clusters(text: str):
+    """[start, end) of each character with the combining marks that follow it."""
+    start = 0
+    for i in range(1, len(text) + 1):
+        if i == len(text) or not unicodedata.combining(text[i]):
+            yield start, i
+            start = i
 
 
 def locate(quote: str, text: str) -> tuple[int, int] | None:
-    """Where a quote occurs in a text, as [start, end) offsets, ignoring case,
-    whitespace and typographic quote styles; None when it does not occur.
-    An elided quote ("a … b") must have its parts in order, and spans from
-    the first part to the last; quotation marks around it are not part of it."""
-    parts = [p.strip(_QUOTE_MARKS + " ") for p in _ELISION.split(unicodedata.normalize("NFKC", quote or ""))]
+    """Where a quote occurs in a text, as [start, end) offsets into the text,
+    compared in `comparable` form on both sides (case, whitespace, full- and
+    half-width forms, typographic quotes); None when it does not occur. An
+    elided quote ("a … b") must have its parts in order, and spans from the
+    first part to the last; quotation marks around it are not part of it."""
+    parts = [comparable(p.strip(_QUOTE_MARKS + " \u3000"))[0] for p in _ELISION.split(quote or "")]
     parts = [p for p in parts if p]
     if not parts:
         return None
-    haystack = text or ""
-    if len(parts) == 1:
-        found = haystack.find(parts[0])
-        if found >= 0:
-            return found, found + len(parts[0])
-    pos = first = 0
-    for n, part in enumerate(parts):
-        match = re.compile(_pattern(part), re.IGNORECASE).search(haystack, pos)
-        if match is None:
+    haystack, starts, ends = comparable(text)
+    first, pos = None, 0
+    for part in parts:
+        found = haystack.find(part, pos)
+        if found < 0:
             return None
-        first = match.start() if n == 0 else first
-        pos = match.end()
-    return first, pos
+        first = found if first is None else first
+        pos = found + len(part)
+    return starts[first], ends[pos - 1]
 
 
 # -- ranking -------------------------------------------------------------------

@@ -9,6 +9,8 @@ back to the extractive synthesizer with a warning unless fallback=False."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from tests.report_helpers import CONFIG, PACKAGING, PLAN, answer, make_sources, mock_llm
 
 from schemas.report import Citation, Insight, SynthesisResult
@@ -17,7 +19,7 @@ from tasks.lake.consolidation import consolidate
 from tasks.synthesis.extractive import extractive_synthesis
 from tasks.lake.landing import land_files
 from tasks.common.llm import LLMError
-from tasks.synthesis.passages import figures, locate, sentence_spans
+from tasks.synthesis.passages import comparable, figures, locate, sentence_spans
 from tasks.synthesis.synthesizer import load_sources, synthesis_input, synthesize, synthesize_material
 from tasks.synthesis.base import finish
 from tasks.synthesis.llm_synthesis import llm_synthesis, resolve_source
@@ -37,6 +39,31 @@ def test_quote_check_ignores_case_whitespace_and_quote_style():
     assert locate("The … holds metadata", text) == (0, len(text) - 1)  # an elided quote, parts in order
     assert locate("holds metadata … The", text) is None
     assert locate("", text) is None
+
+
+CHINESE = "要让服务开机自动启动，请运行 systemctl enable 命令：它会创建所需的符号链接；之后无需手动启动。"
+
+
+def test_a_chinese_quote_verifies_against_itself_and_its_half_width_copy():
+    assert locate(CHINESE, CHINESE) == (0, len(CHINESE))
+    copied = "请运行 SYSTEMCTL enable 命令:它会创建所需的符号链接;"  # half-width punctuation, spaces dropped
+    start, end = locate(copied, CHINESE)
+    assert CHINESE[start:end] == "请运行 systemctl enable 命令：它会创建所需的符号链接；"
+    assert locate("它会创建所需的符号链接…之后无需手动启动", CHINESE) is not None
+    assert locate("它会删除所需的符号链接", CHINESE) is None
+
+
+@given(st.text(alphabet="服务启动命令，。；：（）ａｂＡＢab12１２ \n\u3000-", min_size=1, max_size=60), st.data())
+def test_every_stretch_of_a_text_is_found_where_it_is(text, data):
+    i = data.draw(st.integers(0, len(text) - 1))
+    j = data.draw(st.integers(i + 1, len(text)))
+    quote = text[i:j]
+    span = locate(quote, text)
+    if not quote.strip(" \n\u3000"):
+        assert span is None
+        return
+    assert span is not None
+    assert comparable(text[span[0]:span[1]])[0] == comparable(quote.strip(" \n\u3000"))[0]
 
 
 # -- extractive ----------------------------------------------------------------------
