@@ -29,7 +29,7 @@ class TerminalObserver:
     def search_done(self, provider: str, query_id: str, items: int, failed: bool) -> None:
         if failed:
             self.console.print(f"  [yellow]{query_id}: {provider} failed (recorded in the error log)[/yellow]")
-        if self.bar is not None:
+        if self.bar is not None and not self.progress.tasks[self.bar].finished:
             self.progress.advance(self.bar)
 
     def note(self, message: str) -> None:

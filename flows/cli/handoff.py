@@ -82,6 +82,7 @@ def follow_in_terminal(config: Settings, task_id: str, run_id: str, server_pid: 
                     watch.note(f"gate {metadata['gate']}: {metadata['outcome']} — {metadata['reason']}")
             elif event.status == "start":
                 watch.step(event.step_type, event.label)
+                planned = False  # a deeper or fallback search draws a bar of its own
             elif "provider" in metadata and "total" in metadata:
                 if not planned:
                     watch.searches_planned(metadata["total"])

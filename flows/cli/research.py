@@ -28,6 +28,7 @@ def research(
     max_target_count: Annotated[Optional[int], typer.Option(help="Cap on --target, 1-200 (PIPELINE_MAX_TARGET_COUNT)")] = None,
     max_fallback_rounds: Annotated[Optional[int], typer.Option(help="0-5 (PIPELINE_MAX_FALLBACK_ROUNDS)")] = None,
     here: Annotated[bool, typer.Option("--here", help="Run in this process, not in a `searchlake serve` (running or started for it)")] = False,
+    details: Annotated[bool, typer.Option("--details", help="After the answer, the run's stages, outputs and top sources")] = False,
 ) -> None:
     """A governed research run: plan, search in parallel, land, consolidate,
     filter, report. Exit status 0 when the run completes, 1 when it fails."""
@@ -49,11 +50,11 @@ def research(
         from flows.cli.handoff import hand_off
         trace_id = hand_off(config, question, options, budget)
         if trace_id is not None:
-            raise typer.Exit(print_run_outcome(trace_id, "the run did not start"))
-    raise typer.Exit(run_here(question, options, budget))
+            raise typer.Exit(print_run_outcome(trace_id, "the run did not start", details))
+    raise typer.Exit(run_here(question, options, budget, details))
 
 
-def run_here(question: str, options: dict, budget) -> int:
+def run_here(question: str, options: dict, budget, details: bool = False) -> int:
     """Run the flow in this process (Prefect: PREFECT_API_URL, or a temporary server)."""
     # The terminal shows progress and the run summary; Prefect's own log
     # lines (a failed run's traceback among them) only when asked for.
@@ -71,25 +72,47 @@ def run_here(question: str, options: dict, budget) -> int:
             raise UserError(str(exc)) from None
         finally:
             observer.current.reset(token)
-    return print_run_outcome(str(state.state_details.flow_run_id), state.message)
+    return print_run_outcome(str(state.state_details.flow_run_id), state.message, details)
 
 
-def print_run_outcome(trace_id: str, failure: str | None) -> int:
-    """The run summary, the top sources and where everything is; the exit status."""
+def print_run_outcome(trace_id: str, failure: str | None, details: bool = False) -> int:
+    """The answer (or, for a run that failed, why), how the run went in a few
+    lines and where everything is; the exit status."""
     from tasks.governance.runs import RunSummary
     config = settings()
     summary = RunSummary.load(config, trace_id)
     if summary is None:
         err.print(f"error: the run did not start: {failure}", markup=False, highlight=False)
         return 1
-    out.print("\n".join(summary.lines()), markup=False, highlight=False)
     if summary.status == "complete":
+        _print_lines(_answer(config, summary.task_id) + [""])
+    if details or summary.status != "complete":
+        _print_lines(summary.lines())
+    if details and summary.status == "complete":
         print_top(summary.task_id, 10)
-    out.print(f"lake: {config.lake_root}   catalog: {config.catalog_shown}")
+    _print_lines([f"task id:  {summary.task_id}   trace id: {summary.trace_id}", f"status:   {summary.headline()}"])
     if summary.outputs.get("report"):
-        out.print(f"report: {summary.outputs['report']}")
-    out.print(f"query it: searchlake sql \"select * from consolidated where task_id = '{summary.task_id}'\"")
+        _print_lines([f"report:   {summary.outputs['report']}  (.md and .json beside it)"])
+    _print_lines([f"more:     searchlake report --task-id {summary.task_id}",
+                  f"          searchlake sql \"select * from consolidated where task_id = '{summary.task_id}'\""])
     return summary.exit_code
+
+
+def _answer(config, task_id: str) -> list[str]:
+    from schemas.report import ResearchReport
+    from tasks.lake.catalog import open_catalog
+    from tasks.reporting.report import ReportNotFound, load_report
+    from tasks.reporting.terminal import answer_lines
+    try:
+        with open_catalog(config, "research: answer", read_only=True) as catalog:
+            report = ResearchReport.model_validate_json(load_report(catalog, task_id, "json"))
+    except ReportNotFound:
+        return []
+    return answer_lines(report, width=out.width if out.is_terminal else 80)
+
+
+def _print_lines(lines: list[str]) -> None:
+    out.print("\n".join(lines), markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command()

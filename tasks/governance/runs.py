@@ -257,10 +257,15 @@ class RunSummary:
         if not self.stage_history:
             out.append("  (none)")
         out.append("outputs:" if self.outputs else "outputs:       (none)")
-        out += [f"  {name}: {value}" for name, value in self.outputs.items()]
+        out += [f"  {name}: {_shown(value)}" for name, value in self.outputs.items()]
         if self.error:
             out.append(f"error:         {self.error}")
         return out
+
+    def headline(self) -> str:
+        """How the run ended, how long it took and what it found, in one line."""
+        return (f"{self.status} in {self.elapsed_seconds:.1f} s — {self.candidate_count} candidate sources, "
+                f"{self.filtered_count} selected, {self.publisher_count} publishers")
 
     @classmethod
     def load(cls, settings: Settings, trace_id: str) -> "RunSummary | None":
@@ -272,3 +277,14 @@ class RunSummary:
         (trace, task, status, source, candidates, filtered, publishers, elapsed, history, outputs, error) = rows[0]
         return cls(trace, task, status, source, candidates or 0, filtered or 0, publishers or 0, elapsed or 0.0,
                    json.loads(history) if history else [], json.loads(outputs) if outputs else {}, error)
+
+
+def _shown(value) -> str:
+    """An output value as a person reads it: no None, no Python repr of a mapping or list."""
+    if value is None:
+        return "-"
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {_shown(v)}" for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return ", ".join(map(_shown, value))
+    return str(value)

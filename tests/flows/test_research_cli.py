@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from rich.cells import cell_len
 from tests.research_helpers import BUDGET_ENV, PROVIDER_KEYS, QUESTION, write_library
 
 from tasks.common.settings import Settings
@@ -93,13 +94,19 @@ def test_offline_research_exits_0_and_says_where_everything_is(research_cli, lak
                             "--task-id", "cli-solar", timeout=120, SEARCHLAKE_MAX_QUERIES_PER_INTENT="1")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    trace_id = next(line.split()[-1] for line in lines if line.startswith("trace id:"))
-    task_id = next(line.split()[-1] for line in lines if line.startswith("task id:"))
-    report = next(line.split(" ", 1)[1] for line in lines if line.startswith("report: "))
+    task_id, trace_id = next(line.split()[2::3] for line in lines if line.startswith("task id:"))
+    report = next(line.split()[1] for line in lines if line.startswith("report: "))
     assert task_id == "cli-solar"
     assert Path(report).is_file() and report.endswith(".html")
-    assert "status:        complete" in done.stdout
-    assert "top sources of cli-solar" in done.stdout
+    assert next(line for line in lines if line.startswith("status:")).startswith("status:   complete in ")
+    # the answer first: the question, findings with note numbers, the cited sources; at 80 columns
+    assert lines[0] == QUESTION
+    assert "Sources" in lines and any(line.startswith("[1] ") for line in lines)
+    answer = lines[:lines.index("Sources")]
+    assert any(line.startswith("• ") for line in answer) and "[1]" in "\n".join(answer)
+    assert all(cell_len(line) <= 80 for line in lines[:lines.index("Sources")]), done.stdout
+    assert "None" not in done.stdout and "{'" not in done.stdout
+    assert "top sources of cli-solar" not in done.stdout  # that table only with --details
     (row,) = lake.dicts("SELECT trace_id, status, filtered_count FROM runs WHERE task_id = 'cli-solar'")
     assert row == {"trace_id": trace_id, "status": "complete", "filtered_count": 2}
     # the terminal showed the run plan and the stages on stderr, with no error line
@@ -109,11 +116,12 @@ def test_offline_research_exits_0_and_says_where_everything_is(research_cli, lak
 
 def test_run_stopped_by_a_gate_exits_1_and_names_the_gate(research_cli, lake, shared_prefect_home, monkeypatch):
     monkeypatch.setenv("PREFECT_HOME", str(shared_prefect_home))
-    done = research_cli.run("research", QUESTION, "--library", str(research_cli.library), "--target", "10",
-                            "--task-id", "cli-few", timeout=120, SEARCHLAKE_MAX_QUERIES_PER_INTENT="1")
+    done = research_cli.run("research", "Which whales sing the longest songs?", "--library",
+                            str(research_cli.library), "--target", "10", "--task-id", "cli-few", timeout=120,
+                            SEARCHLAKE_MAX_QUERIES_PER_INTENT="1")
     assert done.returncode == 1, (done.stdout, done.stderr)
     assert "status:        failed" in done.stdout
     assert "the search found only" in done.stdout and "--library" in done.stdout
     assert "GateAbort" not in done.stdout + done.stderr
     (row,) = lake.dicts("SELECT status, error FROM runs WHERE task_id = 'cli-few'")
-    assert row["status"] == "failed" and "--target" in row["error"]
+    assert row["status"] == "failed" and "--library" in row["error"]

@@ -1,0 +1,71 @@
+"""The answer as a terminal shows it after a research run: the summary's
+findings with their note numbers, what the sources do not cover, and the
+cited sources — plain text wrapped to the terminal's width, numbered as
+report.md and report.html number them."""
+
+from __future__ import annotations
+
+import re
+
+from rich.cells import cell_len
+
+from schemas.report import ResearchReport
+from tasks.common.text import CJK_CHARS
+from tasks.reporting.layout import summary_items, unique_citations
+from tasks.synthesis.labels import labels
+
+MAX_FINDINGS = 5
+
+
+def answer_lines(report: ResearchReport, width: int = 80) -> list[str]:
+    synthesis = report.synthesis
+    if synthesis is None:
+        return []
+    lab = labels(synthesis.language)
+    numbers = {src.sourceId: src.noteIndex for src in report.sources if src.sourceId}
+    lines = [*_wrapped(synthesis.question, width), ""]
+    shown = summary_items(synthesis, limit=MAX_FINDINGS)
+    for index in shown:
+        insight = synthesis.synthesized_insights[index]
+        marks = "".join(f"[{numbers[c.source_id]}]" for c in unique_citations(insight.citations)
+                        if c.source_id in numbers)
+        lines += _wrapped(f"{insight.text} {marks}".rstrip(), width, bullet="• ")
+    if not shown:
+        lines.append(lab["nothing"])
+    gaps = [g.description for g in synthesis.contradictions_or_gaps if g.kind == "gap"]
+    for gap in gaps:
+        lines += _wrapped(gap, width, bullet="– ")
+    if report.sources:
+        lines += ["", lab["sources"]]
+        for src in report.sources:
+            mark = f"[{src.noteIndex}] "
+            lines += _wrapped(f"{mark}{src.title}", width, hang=len(mark))
+            lines.append(" " * len(mark) + src.url)  # whole, to copy or click
+    return lines
+
+
+def _wrapped(text: str, width: int, bullet: str = "", hang: int | None = None) -> list[str]:
+    """Lines of at most `width` terminal cells (a CJK character takes two),
+    broken between words, or between characters of text written without
+    spaces; the lines after the first indented under the bullet."""
+    indent = " " * (cell_len(bullet) if hang is None else hang)
+    width = max(40, width)
+    lines, line = [], bullet
+    for piece in _PIECES.findall(" ".join(text.split())):
+        if line.strip() and cell_len(line.rstrip() + piece.rstrip()) > width and piece[0] not in _NO_LINE_START:
+            lines.append(line.rstrip())
+            line = indent
+            piece = piece.lstrip()
+        while cell_len(line + piece.rstrip()) > width:  # a word longer than a line
+            room = width - cell_len(line)
+            cut = max(1, next(n for n in range(len(piece), 0, -1) if cell_len(piece[:n]) <= room) if room > 0 else 1)
+            lines.append(line + piece[:cut])
+            line, piece = indent, piece[cut:]
+        line += piece
+    lines.append(line.rstrip())
+    return lines
+
+
+_NO_LINE_START = "，。、；：！？）」』”’,.;:!?)"
+# A word with the space after it, or one character of text without spaces.
+_PIECES = re.compile(f"[{CJK_CHARS}\u3000-\u303f\uff00-\uffef] ?|[^\\s{CJK_CHARS}\u3000-\u303f\uff00-\uffef]+ ?| ")
