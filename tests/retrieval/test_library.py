@@ -12,7 +12,7 @@ import pytest
 
 from schemas.urls import check_lake_url
 from tasks.common.settings import Settings
-from tasks.retrieval.providers.library.documents import PASSAGE_CHARS, PYDOC_PAGES, extract, passages
+from tasks.retrieval.providers.library.documents import PASSAGE_CHARS, PYDOC_PAGES, SkipFile, extract, passages
 from tasks.retrieval.providers.library.documents import corpus_for
 from tasks.retrieval.providers.library.index import _LOADED, _read_store, index_library, store_dir
 from tasks.retrieval.providers.base import Query
@@ -306,3 +306,17 @@ def minimal_pdf(text: str) -> bytes:
     out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
     out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
     return out
+
+
+def test_an_xhtml_page_with_self_closing_anchors_is_text_not_navigation():
+    """XHTML manuals (DocBook: Debian's reference, for one) mark sections with
+    <a id="x"/>, which an HTML parser reads as a link wrapping the rest of the page."""
+    body = "".join(f'<div class="section"><h2><a id="s{n}"/>第 {n} 节</h2><p>{"系统启动时会读取配置文件。" * 8}</p>'
+                   f'<p>See <a href="#s{n + 1}">the next section</a>.</p></div>' for n in range(6))
+    page = f'<?xml version="1.0"?><html xmlns="http://www.w3.org/1999/xhtml"><head><title>第 2 章</title></head>' \
+           f'<body>{body}</body></html>'
+    extracted = extract("html", page.encode(), "ch02.zh-cn.html")
+    assert extracted.title == "第 2 章" and extracted.text.count("系统启动时会读取配置文件。") == 48
+    nav = "<html><body><ul>" + "".join(f'<li><a href="p{n}.html">Page {n}</a></li>' for n in range(30)) + "</ul></body></html>"
+    with pytest.raises(SkipFile, match="mostly links"):
+        extract("html", nav.encode(), "index.html")

@@ -331,7 +331,8 @@ def _html(markup: str) -> tuple[str | None, str]:
 
 def _mostly_links(root) -> bool:
     text = len(" ".join(root.text(separator=" ").split()))
-    linked = sum(len(" ".join(a.text(separator=" ").split())) for a in root.css("a"))
+    # a[href]: an XHTML anchor written <a id="x"/> opens a link an HTML parser keeps open to the end
+    linked = sum(len(" ".join(a.text(separator=" ").split())) for a in root.css("a[href]"))
     return text > 0 and linked / text > NAVIGATION_LINK_SHARE
 
 
