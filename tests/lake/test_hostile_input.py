@@ -230,3 +230,70 @@ def test_validation_workers_die_with_a_killed_ingest(cli, tmp_path):
         for pid in workers:
             if alive(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+# -- numbers past what the lake can store --------------------------------------
+
+INT32_MAX, INT64_MAX = 2**31 - 1, 2**63 - 1
+# Each integer field at the first value its column cannot hold (counts and
+# rank are INTEGER columns, duration_ms a BIGINT), and far past it.
+TOO_LARGE = [(f"stats.{name}", value) for name in ("total_returned", "kept_after_filter", "failed_count",
+                                                    "dedup_count") for value in (INT32_MAX + 1, 2**63)]
+TOO_LARGE += [("stats.duration_ms", INT64_MAX + 1), ("stats.duration_ms", 10**30),
+              ("results[0].rank", INT32_MAX + 1), ("results[0].rank", 2**63), ("results[0].http_status", 2**63)]
+
+
+def with_value(bundle: dict, field: str, value) -> dict:
+    part, name = field.split(".")
+    target = bundle["results"][0] if part == "results[0]" else bundle.setdefault("stats", {})
+    target[name] = value
+    return bundle
+
+
+@pytest.mark.parametrize("field, value", TOO_LARGE)
+def test_an_integer_too_large_for_its_column_is_refused_and_the_batch_lands(lake, inbox, new_bundle, new_item,
+                                                                          field, value):
+    good = good_files(inbox, new_bundle, new_item, 20)
+    bad = inbox.write(with_value(new_bundle("big", [new_item("https://big.example/")]), field, value))
+
+    report = lake.ingest(inbox.folder)
+
+    assert sorted(q for _, q, _ in report.landed) == sorted(p.stem for p in good)
+    assert [(r.source, r.reason, r.field) for r in report.refused] == [(str(bad), "invalid_value", field)]
+    assert lake.rows("select reason, field from quarantine") == [("invalid_value", field)]
+    # nothing half-written: one raw file per landed bundle, one quarantined copy
+    assert len(lake.files_under("raw/")) == len(good) and len(lake.files_under("quarantine/")) == 1
+
+
+@pytest.mark.parametrize("field, value", [("stats.total_returned", INT32_MAX), ("stats.dedup_count", INT32_MAX),
+                                          ("stats.duration_ms", INT64_MAX), ("results[0].rank", INT32_MAX)])
+def test_the_largest_integer_a_column_holds_lands(lake, inbox, new_bundle, new_item, field, value):
+    inbox.write(with_value(new_bundle("big", [new_item("https://big.example/")]), field, value))
+    assert [q for _, q, _ in lake.ingest(inbox.folder).landed] == ["big"]
+    column = field.split(".")[1]
+    table = "results" if field.startswith("results") else "bundles"
+    assert lake.rows(f"select {column} from {table}") == [(value,)]
+
+
+@pytest.mark.parametrize("text", ["NaN", "Infinity", "-Infinity", "1e400", "-1e400"])
+@pytest.mark.parametrize("field", ["score_final", "score_relevance"])
+def test_scores_that_are_not_finite_are_refused_with_their_field(lake, inbox, new_bundle, new_item, field, text):
+    raw = json.dumps(new_bundle("q1", [new_item("https://a.example/", **{field: 0.125})])).replace("0.125", text)
+    inbox.write_text(raw, "q1.json")
+    good_files(inbox, new_bundle, new_item, 2)
+    report = lake.ingest(inbox.folder)
+    assert [(r.reason, r.field) for r in report.refused] == [("invalid_value", f"results[0].{field}")]
+    assert len(report.landed) == 2
+
+
+@pytest.mark.parametrize("field", ["executed_at", "results[0].captured_at", "results[0].published_at"])
+def test_a_timestamp_past_year_9999_in_utc_is_refused_with_its_field(lake, inbox, new_bundle, new_item, field):
+    bundle = new_bundle("q1", [new_item("https://a.example/")])
+    target = bundle if field == "executed_at" else bundle["results"][0]
+    target[field.rsplit(".", 1)[-1]] = "9999-12-31T23:00:00-05:00"
+    inbox.write(bundle)
+    good_files(inbox, new_bundle, new_item, 2)
+    report = lake.ingest(inbox.folder)
+    assert [(r.reason, r.field) for r in report.refused] == [("invalid_value", field)]
+    assert len(report.landed) == 2
+
