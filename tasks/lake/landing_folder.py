@@ -18,6 +18,8 @@ from collections.abc import Iterable
 from datetime import date
 from pathlib import Path
 
+from tasks.common.untrusted_files import printable_path
+
 log = logging.getLogger(__name__)
 
 PROCESSED = "processed"
@@ -40,20 +42,21 @@ def waiting_files(folder: Path) -> list[Path]:
 
 
 def file_away(folder: Path, files: Iterable[Path], refused: Iterable[str], *, day: date | None = None) -> dict:
-    """Move handled files out of the way: refused ones (by source path) to
-    refused/<day>/, the others to processed/<day>/. A name already taken
-    there gets a numbered suffix; nothing is overwritten."""
+    """Move handled files out of the way: refused ones (by source path, as
+    refusals print it) to refused/<day>/, the others to processed/<day>/. A
+    name already taken there gets a numbered suffix; nothing is overwritten."""
     stamp = (day or date.today()).isoformat()
     refused = set(refused)
     moved = {PROCESSED: 0, REFUSED: 0}
     for path in files:
-        kind = REFUSED if str(path) in refused else PROCESSED
+        kind = REFUSED if printable_path(str(path)) in refused else PROCESSED
         target = _free_name(folder / kind / stamp / path.relative_to(folder))
         target.parent.mkdir(parents=True, exist_ok=True)
         try:
             shutil.move(path, target)
         except OSError as exc:  # gone already, or not ours to move: the next run sees it again
-            log.warning("could not move %s to %s: %s", path, target, exc.strerror or exc)
+            log.warning("could not move %s to %s: %s", printable_path(str(path)), printable_path(str(target)),
+                        exc.strerror or exc)
             continue
         moved[kind] += 1
     return moved

@@ -42,6 +42,7 @@ from pydantic import TypeAdapter, ValidationError
 from schemas import rows
 from schemas.bundle import FAST_BUNDLE, SearchResultBundle, to_utc
 from schemas.urls import UnsafeURL, file_url_path, source_id_for
+from tasks.common.untrusted_files import is_utf8_name, printable_path
 
 # Validating and converting bundles is CPU work: for a big enough set of
 # files it runs in this many worker processes (forked, so they start at once).
@@ -140,12 +141,15 @@ def expand_paths(paths: Iterable[str | Path]) -> tuple[list[Path], list[Refusal]
         elif path.is_file():
             files.append(path)
         else:
-            missing.append(Refusal(str(path), "not_found", "no such file or folder"))
+            missing.append(Refusal(printable_path(str(path)), "not_found", "no such file or folder"))
     return files, missing
 
 
 def read_submissions(files: Iterable[Path]) -> Iterator[Submission | Refusal]:
     for path in files:
+        if not is_utf8_name(str(path)):  # a name no log line, JSON document or catalog column can hold
+            yield Refusal(printable_path(str(path)), "bad_file_name", "file name is not valid UTF-8")
+            continue
         try:
             yield Submission(str(path), path.read_bytes())
         except OSError as exc:

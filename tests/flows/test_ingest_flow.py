@@ -4,7 +4,9 @@ next run reads nothing twice."""
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 from datetime import date
 
 
@@ -56,3 +58,25 @@ def test_landed_files_are_filed_away_and_never_read_again(prefect_engine, lake, 
     landing.write(new_bundle("q1", [new_item("https://a.example/1", 0.9)], task_id="drop"))  # dropped again
     third = ingest_flow(landing=str(landing.folder))
     assert third["unchanged"] == 1 and (landing.folder / "processed" / today / "q1.1.json").is_file()
+
+
+def test_files_that_once_failed_every_run_are_refused_and_the_rest_lands(prefect_engine, lake, tmp_path,
+                                                                       new_bundle, new_item):
+    from flows.ingest import ingest_flow
+    from tests.conftest import BundleFiles
+    landing = BundleFiles(tmp_path / "landing")
+    landing.write(new_bundle("q1", [new_item("https://a.example/1", 0.9)], task_id="drop"))
+    landing.write(new_bundle("huge", [new_item("https://h.example/")], task_id="drop", stats={"dedup_count": 2**63}))
+    with open(os.path.join(os.fsencode(landing.folder), b"\xff\xfe.json"), "w") as handle:
+        handle.write(json.dumps(new_bundle("odd", [new_item("https://o.example/")], task_id="drop")))
+
+    summary = ingest_flow(landing=str(landing.folder))
+
+    assert summary["landed"] == 1 and summary["moved"] == {"processed": 1, "refused": 2}
+    assert sorted(summary["refused"]) == [
+        f"refused {landing.folder}/\\xff\\xfe.json: bad_file_name: file name is not valid UTF-8",
+        f"refused {landing.folder}/huge.json: invalid_value stats.dedup_count: "
+        "Input should be less than or equal to 2147483647"]
+    today = date.today().isoformat()
+    assert sorted(os.listdir(os.fsencode(landing.folder / "refused" / today))) == [b"huge.json", b"\xff\xfe.json"]
+    assert [r["url"] for r in lake.consolidated("drop")] == ["https://a.example/1"]

@@ -297,3 +297,33 @@ def test_a_timestamp_past_year_9999_in_utc_is_refused_with_its_field(lake, inbox
     assert [(r.reason, r.field) for r in report.refused] == [("invalid_value", field)]
     assert len(report.landed) == 2
 
+
+
+# -- file names ----------------------------------------------------------------
+
+def write_badly_named(folder: Path, name: bytes, text: str) -> str:
+    """A file whose name is not UTF-8; returns its path as refusals show it."""
+    with open(os.path.join(os.fsencode(folder), name), "w") as handle:
+        handle.write(text)
+    return f"{folder}/{name.decode('utf-8', 'backslashreplace')}"
+
+
+def test_a_file_name_that_is_not_utf8_is_refused_and_the_batch_lands(lake, inbox, new_bundle, new_item):
+    good = good_files(inbox, new_bundle, new_item, 3)
+    shown = write_badly_named(inbox.folder, b"\xff\xfe.json", json.dumps(new_bundle("odd", [new_item("https://o/")])))
+
+    report = lake.ingest(inbox.folder)
+
+    assert sorted(q for _, q, _ in report.landed) == sorted(p.stem for p in good)
+    assert [(r.source, r.reason) for r in report.refused] == [(shown, "bad_file_name")]
+    assert report.refused[0].line() == f"refused {shown}: bad_file_name: file name is not valid UTF-8"
+    assert lake.rows("select source_path, reason from quarantine") == [(shown, "bad_file_name")]
+
+
+def test_a_file_name_that_is_not_utf8_is_one_line_on_the_command_line(cli, inbox, new_bundle, new_item):
+    good_files(inbox, new_bundle, new_item, 2)
+    shown = write_badly_named(inbox.folder, b"caf\xe9.json", "{")
+    done = cli.run("ingest", str(inbox.folder))
+    assert done.returncode == 1 and "landed 2 bundles" in done.stdout
+    assert [line for line in done.stderr.splitlines() if "caf" in line] == [
+        f"refused {shown}: bad_file_name: file name is not valid UTF-8"]

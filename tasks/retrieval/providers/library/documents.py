@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tasks.common.settings import Settings
+from tasks.common.untrusted_files import is_utf8_name, printable_path
 
 SUFFIX_KINDS = {
     ".md": "markdown", ".markdown": "markdown",
@@ -98,7 +99,7 @@ def walk_folder(root: Path) -> Iterator[DocumentFile | Skip]:
 
     def on_error(error: OSError) -> None:
         where = Path(error.filename).relative_to(root).as_posix() if error.filename else "."
-        failed_dirs.append(Skip(_shown(where), f"unreadable folder: {error.strerror or error}"))
+        failed_dirs.append(Skip(printable_path(where), f"unreadable folder: {error.strerror or error}"))
 
     for dirpath, dirnames, filenames in os.walk(root, onerror=on_error):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in SKIPPED_DIRS)
@@ -112,8 +113,8 @@ def walk_folder(root: Path) -> Iterator[DocumentFile | Skip]:
 
 def _candidate(root: Path, path: Path, kind: str) -> DocumentFile | Skip:
     relative = path.relative_to(root).as_posix()
-    if not _is_utf8(relative):  # the name cannot become a URL, a path column or a log line
-        return Skip(_shown(relative), "file name is not valid UTF-8")
+    if not is_utf8_name(relative):  # the name cannot become a URL, a path column or a log line
+        return Skip(printable_path(relative), "file name is not valid UTF-8")
     try:
         # Only what lies inside the library is read: a link is followed to its
         # target, and a target outside the folder is skipped.
@@ -128,20 +129,6 @@ def _candidate(root: Path, path: Path, kind: str) -> DocumentFile | Skip:
     if info.st_size > MAX_FILE_BYTES:
         return Skip(relative, f"too large ({info.st_size:,} bytes; limit {MAX_FILE_BYTES:,})")
     return DocumentFile(relative, path.as_uri(), kind, info.st_mtime, info.st_size, target.read_bytes)
-
-
-def _is_utf8(name: str) -> bool:
-    """False for a name os.walk decoded with surrogate escapes (not UTF-8 on disk)."""
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _shown(name: str) -> str:
-    """A name that is not UTF-8, printable: its undecodable bytes as \\xNN."""
-    return os.fsencode(name).decode("utf-8", "backslashreplace")
 
 
 # -- Python's own documentation -----------------------------------------------
