@@ -19,6 +19,7 @@ from datetime import date
 from pathlib import Path
 
 from tasks.common.untrusted_files import printable_path
+from tasks.lake.validation import json_files_below
 
 log = logging.getLogger(__name__)
 
@@ -35,10 +36,9 @@ def prepare_landing_folder(folder: Path) -> bool:
 
 
 def waiting_files(folder: Path) -> list[Path]:
-    """Bundle files not yet handled, in name order."""
-    filed = {folder / PROCESSED, folder / REFUSED}
-    return sorted(path for path in folder.rglob("*.json")
-                  if path.is_file() and not any(parent in filed for parent in path.parents))
+    """Bundle files not yet handled, in name order (links and special files
+    too: the ingest refuses them, and they are filed away like any refused file)."""
+    return json_files_below(folder, skip=[folder / PROCESSED, folder / REFUSED])
 
 
 def file_away(folder: Path, files: Iterable[Path], refused: Iterable[str], *, day: date | None = None) -> dict:

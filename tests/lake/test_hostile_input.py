@@ -6,13 +6,15 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from bench.generate import bundles
-from tasks.lake import validation
+from tasks.lake import landing, validation
 
 
 def good_files(inbox, new_bundle, new_item, count: int = 5) -> list[Path]:
@@ -327,3 +329,139 @@ def test_a_file_name_that_is_not_utf8_is_one_line_on_the_command_line(cli, inbox
     assert done.returncode == 1 and "landed 2 bundles" in done.stdout
     assert [line for line in done.stderr.splitlines() if "caf" in line] == [
         f"refused {shown}: bad_file_name: file name is not valid UTF-8"]
+
+
+# -- what ingest reads ---------------------------------------------------------
+
+SECRET = b"SEARCHLAKE_TEST_API_KEY=sk-do-not-copy-4711"
+
+
+@pytest.fixture
+def secret(tmp_path) -> Path:
+    """A file outside every folder ingest is given (the stand-in for /etc/passwd)."""
+    path = tmp_path / "secret.env"
+    path.write_bytes(SECRET + b"\n")
+    return path
+
+
+def assert_secret_nowhere_under(home: Path) -> None:
+    for folder, _, names in os.walk(home):
+        for name in names:
+            path = Path(folder, name)
+            if path.is_file() and not path.is_symlink():
+                assert SECRET not in path.read_bytes(), f"the secret was copied into {path}"
+
+
+def in_thread(work, seconds: float = 20):
+    """work() in a thread; a read blocked on a FIFO fails the test instead of hanging it."""
+    outcome: dict = {}
+    thread = threading.Thread(target=lambda: outcome.update(value=work()), daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"still running after {seconds} s: blocked on a read?"
+    return outcome["value"]
+
+
+def release_blocked_reader(fifo: Path) -> None:
+    """Open a FIFO for writing once, so a reader blocked on it (a failed test) goes on."""
+    try:
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    except OSError:
+        pass
+
+
+def refusals(report) -> list[tuple[str, str, str]]:
+    return sorted((Path(r.source).name, r.reason, r.message) for r in report.refused)
+
+
+OUTSIDE = "a link to a file outside the folder"
+
+
+def test_links_leading_out_of_the_folder_are_refused_and_never_read(lake, inbox, new_bundle, new_item, secret,
+                                                                    tmp_path):
+    good = good_files(inbox, new_bundle, new_item, 2)
+    (inbox.folder / "environ.json").symlink_to("/proc/self/environ")  # the process's API keys
+    (inbox.folder / "passwd.json").symlink_to(secret)
+    (inbox.folder / "up.json").symlink_to("../secret.env")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "q9.json").write_text(json.dumps(new_bundle("q9", [new_item("https://x.example/")])))
+    (inbox.folder / "linked").symlink_to(elsewhere, target_is_directory=True)  # not walked
+    kept = inbox.write(new_bundle("kept", [new_item("https://k.example/")]), "store/kept.data")
+    (inbox.folder / "alias.json").symlink_to("store/kept.data")  # a link inside the folder is read
+
+    report = lake.ingest(inbox.folder)
+
+    assert sorted(q for _, q, _ in report.landed) == sorted([*(p.stem for p in good), kept.stem])
+    assert refusals(report) == [(name, "unsafe_file", OUTSIDE) for name in ("environ.json", "passwd.json",
+                                                                             "up.json")]
+    assert lake.rows("select reason, stored_path from quarantine") == [("unsafe_file", None)] * 3
+    assert_secret_nowhere_under(Path(lake.settings.home))
+
+
+def test_special_files_are_refused_without_blocking(lake, inbox, new_bundle, new_item):
+    good = good_files(inbox, new_bundle, new_item, 2)
+    fifo = inbox.folder / "fifo.json"
+    os.mkfifo(fifo)
+    listening = socket.socket(socket.AF_UNIX)
+    listening.bind(str(inbox.folder / "socket.json"))
+    try:
+        report = in_thread(lambda: lake.ingest(inbox.folder))
+    finally:
+        release_blocked_reader(fifo)
+        listening.close()
+
+    assert sorted(q for _, q, _ in report.landed) == sorted(p.stem for p in good)
+    assert refusals(report) == [("fifo.json", "unsafe_file", "not a regular file (a FIFO)"),
+                                ("socket.json", "unsafe_file", "not a regular file (a socket)")]
+
+
+@pytest.mark.parametrize("swap", ["link to the secret", "FIFO", "folder linked outside"])
+def test_a_file_swapped_after_listing_is_not_read(lake, inbox, new_bundle, new_item, secret, tmp_path,
+                                                  monkeypatch, swap):
+    """Between listing a folder and reading a file, whoever writes into the
+    folder can swap the file: what is read is decided when it is opened."""
+    good = good_files(inbox, new_bundle, new_item, 2)
+    target = inbox.write(new_bundle("swapped", [new_item("https://s.example/")]), "sub/swapped.json")
+    listed = landing.expand_paths
+
+    def list_then_swap(paths, *args, **kwargs):
+        found = listed(paths, *args, **kwargs)
+        if swap == "folder linked outside":
+            outside = tmp_path / "outside"
+            outside.mkdir()
+            (outside / "swapped.json").write_bytes(SECRET)
+            os.rename(target.parent, tmp_path / "moved-away")
+            target.parent.symlink_to(outside, target_is_directory=True)
+        elif swap == "link to the secret":
+            target.unlink()
+            target.symlink_to(secret)
+        else:
+            target.unlink()
+            os.mkfifo(target)
+        return found
+
+    monkeypatch.setattr(landing, "expand_paths", list_then_swap)
+    try:
+        report = in_thread(lambda: lake.ingest(inbox.folder))
+    finally:
+        release_blocked_reader(target)
+
+    assert sorted(q for _, q, _ in report.landed) == sorted(p.stem for p in good)
+    [refusal] = report.refused
+    assert (refusal.source, refusal.reason) == (str(target), "unsafe_file")
+    assert_secret_nowhere_under(Path(lake.settings.home))
+
+
+def test_a_link_named_on_the_command_line_is_read_only_inside_its_folder(cli, lake, inbox, new_bundle, new_item,
+                                                                         secret):
+    real = inbox.write(new_bundle("q1", [new_item("https://a.example/")]), "q1.data")
+    (inbox.folder / "q1.json").symlink_to(real.name)
+    (inbox.folder / "passwd.json").symlink_to(secret)
+
+    done = cli.run("ingest", str(inbox.folder / "q1.json"), str(inbox.folder / "passwd.json"))
+
+    assert done.returncode == 1 and "landed 1 bundles" in done.stdout
+    assert [line for line in done.stderr.splitlines() if "passwd" in line] == [
+        f"refused {inbox.folder / 'passwd.json'}: unsafe_file: {OUTSIDE}"]
+    assert_secret_nowhere_under(Path(lake.settings.home))
