@@ -79,8 +79,13 @@ def _read_without_links(root: str, names: Sequence[str], max_bytes: int | None) 
         descriptor = _open_at(names[-1], _FILE_FLAGS, folder)
     finally:
         os.close(folder)
+    try:
+        size = _regular_file_size(descriptor)
+    except BaseException:
+        os.close(descriptor)
+        raise
     with open(descriptor, "rb", closefd=True) as handle:
-        return _read_regular(handle, max_bytes)
+        return _read_up_to(handle, size, max_bytes)
 
 
 def _open_at(name: str, flags: int, folder: int) -> int:
@@ -96,15 +101,20 @@ def _open_at(name: str, flags: int, folder: int) -> int:
         raise
 
 
-def _read_regular(handle, max_bytes: int | None) -> bytes:
-    info = os.fstat(handle.fileno())
+def _regular_file_size(descriptor: int) -> int:
+    """The size of what was opened, which must be a regular file."""
+    info = os.fstat(descriptor)
     if not stat.S_ISREG(info.st_mode):
         kind = next((name for test, name in _KINDS if test(info.st_mode)), "a special file")
         raise FileRefused(f"not a regular file ({kind})")
+    return info.st_size
+
+
+def _read_up_to(handle, size: int, max_bytes: int | None) -> bytes:
     if max_bytes is None:
         return handle.read()
-    if info.st_size > max_bytes:
-        raise FileRefused(f"too large ({info.st_size:,} bytes; limit {max_bytes:,})")
+    if size > max_bytes:
+        raise FileRefused(f"too large ({size:,} bytes; limit {max_bytes:,})")
     data = handle.read(max_bytes + 1)  # it may have grown since fstat
     if len(data) > max_bytes:
         raise FileRefused(f"too large (over {max_bytes:,} bytes)")

@@ -7,13 +7,13 @@ import json
 import os
 import signal
 import socket
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from bench.generate import bundles
+from tests.conftest import in_thread, release_blocked_reader
 from tasks.lake import landing, validation
 
 
@@ -350,24 +350,6 @@ def assert_secret_nowhere_under(home: Path) -> None:
             path = Path(folder, name)
             if path.is_file() and not path.is_symlink():
                 assert SECRET not in path.read_bytes(), f"the secret was copied into {path}"
-
-
-def in_thread(work, seconds: float = 20):
-    """work() in a thread; a read blocked on a FIFO fails the test instead of hanging it."""
-    outcome: dict = {}
-    thread = threading.Thread(target=lambda: outcome.update(value=work()), daemon=True)
-    thread.start()
-    thread.join(seconds)
-    assert not thread.is_alive(), f"still running after {seconds} s: blocked on a read?"
-    return outcome["value"]
-
-
-def release_blocked_reader(fifo: Path) -> None:
-    """Open a FIFO for writing once, so a reader blocked on it (a failed test) goes on."""
-    try:
-        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-    except OSError:
-        pass
 
 
 def refusals(report) -> list[tuple[str, str, str]]:
