@@ -13,6 +13,7 @@ being written should carry another suffix until it is complete (write
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 from collections.abc import Iterable
 from datetime import date
@@ -64,7 +65,7 @@ def file_away(folder: Path, files: Iterable[Path], refused: Iterable[str], *, da
 
 def _free_name(target: Path) -> Path:
     candidate, n = target, 1
-    while candidate.exists():
+    while os.path.lexists(candidate):  # a link moved here before counts, dangling or not
         candidate = target.with_name(f"{target.stem}.{n}{target.suffix}")
         n += 1
     return candidate
