@@ -21,9 +21,9 @@ from tasks.lake.landing_folder import file_away, prepare_landing_folder, waiting
 
 @task(name="land-bundle-files", retries=3, retry_delay_seconds=[5, 15, 45],
       retry_condition_fn=retry_when_busy, cache_policy=NO_CACHE)
-def land_task(paths: list[str], task_id: str | None, replace: bool) -> dict:
+def land_task(paths: list[str], task_id: str | None, replace: bool, within: str | None = None) -> dict:
     with open_catalog(Settings(), "ingest flow") as catalog:
-        report = land_files(catalog, paths, task_id=task_id, replace=replace)
+        report = land_files(catalog, paths, task_id=task_id, replace=replace, within=within)
     logger = get_run_logger()
     logger.info("landed %d bundles (%d items), replaced %d, unchanged %d, refused %d",
                 len(report.landed), report.items_landed, len(report.replaced),
@@ -58,7 +58,8 @@ def ingest_flow(paths: list[str] | None = None, landing: str | None = None, task
     """Land `paths`, or (with `landing`) the files waiting in a landing folder."""
     waiting = scan_landing_task(landing) if landing is not None else []
     files = list(paths or []) + waiting
-    summary = land_task(files, task_id, replace) if files else {"tasks": [], "landed": 0, "refused": []}
+    # A landing folder's files are read only from inside it, whatever its links say.
+    summary = land_task(files, task_id, replace, landing) if files else {"tasks": [], "landed": 0, "refused": []}
     if waiting:
         summary["moved"] = file_away_task(landing, waiting, summary["refused_paths"])
     if consolidate:

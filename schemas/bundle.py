@@ -55,6 +55,15 @@ def to_utc(value: datetime) -> datetime:
     return value.astimezone(timezone.utc)
 
 
+def _to_utc_in_range(value: datetime) -> datetime:
+    # 9999-12-31T23:00-05:00 is year 10000 in UTC: Python raises OverflowError,
+    # which pydantic would not report as this field's error.
+    try:
+        return to_utc(value)
+    except OverflowError:
+        raise ValueError("must lie between the years 1 and 9999 in UTC") from None
+
+
 # Size limits of a bundle's text fields, in characters: enough for any real
 # page, small enough that one bad file cannot bloat the lake.
 MAX_URL_CHARS = 8_192
@@ -71,11 +80,17 @@ def clipped(text: str | None, limit: int) -> str | None:
 
 
 Identifier = Annotated[str, AfterValidator(check_identifier)]
-Timestamp = Annotated[datetime, BeforeValidator(_require_iso_text), AfterValidator(to_utc)]
+Timestamp = Annotated[datetime, BeforeValidator(_require_iso_text), AfterValidator(_to_utc_in_range)]
 # Numbers must be JSON numbers: strict, so "0.5" and true are refused (an
 # integer is still a number for a float field).
 Score = Annotated[float, Strict(), Field(ge=0.0, le=1.0)]
-Count = Annotated[int, Strict(), Field(ge=0)]
+# Integers are bounded by the lake column that stores them (INTEGER for the
+# counts and rank, BIGINT for duration_ms): a larger number is refused here,
+# with its field, instead of failing the whole batch's commit.
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+Count = Annotated[int, Strict(), Field(ge=0, le=INT32_MAX)]
+Milliseconds = Annotated[int, Strict(), Field(ge=0, le=INT64_MAX)]
 HttpStatus = Annotated[int, Strict(), Field(ge=100, le=599)]
 ShortText = Annotated[str, Field(max_length=MAX_SHORT_CHARS)]
 Title = Annotated[str, Field(max_length=MAX_TITLE_CHARS)]
@@ -129,7 +144,7 @@ class SearchResultStats(BaseModel):
     kept_after_filter: Count = 0
     failed_count: Count = 0
     dedup_count: Count = 0
-    duration_ms: Count | None = None  # how long the search call took
+    duration_ms: Milliseconds | None = None  # how long the search call took
 
     @classmethod
     def of(cls, results: list[SearchResultItem], *, total_returned: int | None = None,
@@ -193,7 +208,7 @@ _FastIdentifier = Annotated[str, Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,
 # microseconds, years 1000-9998: text that the lax datetime parse reads
 # exactly as Arrow's cast to timestamp[us, UTC] does (the caller casts).
 _FastTimestamp = Annotated[str, Field(pattern=(
-    r"^[1-9][0-9]{3}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
+    r"^([1-8][0-9]{3}|9[0-8][0-9]{2}|99[0-8][0-9]|999[0-8])-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
     r"(\.[0-9]{1,6})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"))]
 _FastLakeURL = Annotated[str, Field(min_length=1, max_length=MAX_URL_CHARS, pattern=(
     r"^(?:[Hh][Tt][Tt][Pp][Ss]?://[A-Za-z0-9\[]|[Ff][Ii][Ll][Ee]:)[^\x00-\x1f\x7f-\x9f]*$"))]
@@ -223,7 +238,7 @@ class _FastStats(TypedDict, total=False):
     kept_after_filter: Count
     failed_count: Count
     dedup_count: Count
-    duration_ms: Count | None
+    duration_ms: Milliseconds | None
 
 
 class _FastBundle(TypedDict, total=False):

@@ -10,6 +10,7 @@ import re
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -298,3 +299,23 @@ def error_lines(stderr: str) -> list[str]:
 @pytest.fixture
 def error_lines_of():
     return error_lines
+
+
+# -- files that block -----------------------------------------------------------
+
+def in_thread(work, seconds: float = 20):
+    """work() in a thread; a read blocked on a FIFO fails the test instead of hanging it."""
+    outcome: dict = {}
+    thread = threading.Thread(target=lambda: outcome.update(value=work()), daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"still running after {seconds} s: blocked on a read?"
+    return outcome["value"]
+
+
+def release_blocked_reader(fifo: Path) -> None:
+    """Open a FIFO for writing once, so a reader blocked on it (a failed test) goes on."""
+    try:
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    except OSError:
+        pass

@@ -65,10 +65,11 @@ class LandingReport:
 
 def land_files(catalog: Catalog, paths: Iterable[str | Path], *, task_id: str | None = None,
                replace: bool = False, batch_items: int = BATCH_ITEMS,
-               libraries: Iterable[str | Path] = ()) -> LandingReport:
+               libraries: Iterable[str | Path] = (), within: str | Path | None = None) -> LandingReport:
     """Land bundle files written by others. Their file: URLs must lie inside
-    a library folder: SEARCHLAKE_LIBRARY or one of `libraries`."""
-    files, missing = expand_paths(paths)
+    a library folder: SEARCHLAKE_LIBRARY or one of `libraries`. Files below
+    `within` (a landing folder) are read only from inside it."""
+    files, missing = expand_paths(paths, within=within)
     report = LandingReport(refused=list(missing))
     roots = library_roots([catalog.settings.library, *libraries])
     report.merge(land_submissions(catalog, read_submissions(files), task_id=task_id, replace=replace,

@@ -42,6 +42,7 @@ from pydantic import TypeAdapter, ValidationError
 from schemas import rows
 from schemas.bundle import FAST_BUNDLE, SearchResultBundle, to_utc
 from schemas.urls import UnsafeURL, file_url_path, source_id_for
+from tasks.common.untrusted_files import FileRefused, is_utf8_name, printable_path, read_file_inside
 
 # Validating and converting bundles is CPU work: for a big enough set of
 # files it runs in this many worker processes (forked, so they start at once).
@@ -130,26 +131,57 @@ class ReadyBundle:
 
 # -- reading ----------------------------------------------------------------
 
-def expand_paths(paths: Iterable[str | Path]) -> tuple[list[Path], list[Refusal]]:
-    files: list[Path] = []
+@dataclass(frozen=True)
+class InputFile:
+    """A file to ingest: its path as given (what refusals show) and the only
+    folder it may be read from (a link is followed only to a file inside it)."""
+
+    path: Path
+    folder: Path
+
+
+def expand_paths(paths: Iterable[str | Path], *,
+                 within: str | Path | None = None) -> tuple[list[InputFile], list[Refusal]]:
+    """The bundle files of the given paths. A folder's files are read from
+    inside that folder; a file named alone from inside its own folder, or
+    from `within` when it lies below that folder."""
+    files: list[InputFile] = []
     missing: list[Refusal] = []
     for given in paths:
         path = Path(given)
         if path.is_dir():
-            files += sorted(p for p in path.rglob("*.json") if p.is_file())
-        elif path.is_file():
-            files.append(path)
+            files += [InputFile(found, path) for found in json_files_below(path)]
+        elif os.path.lexists(path):  # a FIFO or a link too: reading it says what is wrong with it
+            inside = within is not None and path.is_relative_to(within)
+            files.append(InputFile(path, Path(within) if inside else path.parent))  # type: ignore[arg-type]
         else:
-            missing.append(Refusal(str(path), "not_found", "no such file or folder"))
+            missing.append(Refusal(printable_path(str(path)), "not_found", "no such file or folder"))
     return files, missing
 
 
-def read_submissions(files: Iterable[Path]) -> Iterator[Submission | Refusal]:
-    for path in files:
+def json_files_below(folder: Path, skip: Iterable[Path] = ()) -> list[Path]:
+    """The *.json entries below a folder, of any file type, in name order;
+    linked folders and the `skip` folders are not walked."""
+    skipped = set(skip)
+    found: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(folder):  # does not follow links to folders
+        dirnames[:] = [name for name in dirnames if Path(dirpath, name) not in skipped]
+        found += [Path(dirpath, name) for name in filenames if name.endswith(".json")]
+    return sorted(found)
+
+
+def read_submissions(files: Iterable[InputFile]) -> Iterator[Submission | Refusal]:
+    for file in files:
+        source = str(file.path)
+        if not is_utf8_name(source):  # a name no log line, JSON document or catalog column can hold
+            yield Refusal(printable_path(source), "bad_file_name", "file name is not valid UTF-8")
+            continue
         try:
-            yield Submission(str(path), path.read_bytes())
+            yield Submission(source, read_file_inside(file.folder, file.path.relative_to(file.folder)))
+        except FileRefused as refused:  # never read, so never copied into quarantine either
+            yield Refusal(source, "unsafe_file", str(refused))
         except OSError as exc:
-            yield Refusal(str(path), "unreadable", exc.strerror or str(exc))
+            yield Refusal(source, "unreadable", exc.strerror or str(exc))
 
 
 # -- validating -------------------------------------------------------------
@@ -405,14 +437,14 @@ def _ids_if_readable(raw: bytes) -> tuple[str | None, str | None]:
 
 # -- worker processes -------------------------------------------------------
 
-def workers_for(files: list[Path]) -> int:
+def workers_for(files: list[InputFile]) -> int:
     """How many processes prepared() should use for these files."""
     if WORKERS < 2 or len(files) < 2 * WORKERS:
         return 1
     total = 0
-    for path in files:
+    for file in files:
         try:
-            total += path.stat().st_size
+            total += file.path.lstat().st_size  # an estimate: links are not followed
         except OSError:
             continue
         if total >= POOL_MIN_BYTES:

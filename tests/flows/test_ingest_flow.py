@@ -4,8 +4,11 @@ next run reads nothing twice."""
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 from datetime import date
+from pathlib import Path
 
 
 class Lines(logging.Handler):
@@ -56,3 +59,34 @@ def test_landed_files_are_filed_away_and_never_read_again(prefect_engine, lake, 
     landing.write(new_bundle("q1", [new_item("https://a.example/1", 0.9)], task_id="drop"))  # dropped again
     third = ingest_flow(landing=str(landing.folder))
     assert third["unchanged"] == 1 and (landing.folder / "processed" / today / "q1.1.json").is_file()
+
+
+def test_hostile_files_are_refused_filed_away_and_the_rest_lands(prefect_engine, lake, tmp_path,
+                                                                       new_bundle, new_item):
+    from flows.ingest import ingest_flow
+    from tests.conftest import BundleFiles
+    landing = BundleFiles(tmp_path / "landing")
+    landing.write(new_bundle("q1", [new_item("https://a.example/1", 0.9)], task_id="drop"))
+    landing.write(new_bundle("huge", [new_item("https://h.example/")], task_id="drop", stats={"dedup_count": 2**63}))
+    with open(os.path.join(os.fsencode(landing.folder), b"\xff\xfe.json"), "w") as handle:
+        handle.write(json.dumps(new_bundle("odd", [new_item("https://o.example/")], task_id="drop")))
+    secret = tmp_path / "secret.env"
+    secret.write_text("SEARCHLAKE_TEST_API_KEY=sk-do-not-copy-4711\n")
+    (landing.folder / "keys.json").symlink_to(secret)
+    os.mkfifo(landing.folder / "fifo.json")
+
+    summary = ingest_flow(landing=str(landing.folder))
+
+    assert summary["landed"] == 1 and summary["moved"] == {"processed": 1, "refused": 4}
+    assert sorted(summary["refused"]) == [
+        f"refused {landing.folder}/\\xff\\xfe.json: bad_file_name: file name is not valid UTF-8",
+        f"refused {landing.folder}/fifo.json: unsafe_file: not a regular file (a FIFO)",
+        f"refused {landing.folder}/huge.json: invalid_value stats.dedup_count: "
+        "Input should be less than or equal to 2147483647",
+        f"refused {landing.folder}/keys.json: unsafe_file: a link to a file outside the folder"]
+    today = date.today().isoformat()
+    assert sorted(os.listdir(os.fsencode(landing.folder / "refused" / today))) == [
+        b"fifo.json", b"huge.json", b"keys.json", b"\xff\xfe.json"]
+    assert [r["url"] for r in lake.consolidated("drop")] == ["https://a.example/1"]
+    home = Path(lake.settings.home)
+    assert not [p for p in home.rglob("*") if p.is_file() and b"sk-do-not-copy" in p.read_bytes()]

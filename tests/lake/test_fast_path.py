@@ -57,6 +57,16 @@ EDGE = [
     bundle(stats=None),
     bundle(stats={"total_returned": -1}),
     bundle(stats={"total_returned": "7", "extra": 1}),
+    # integers at and past what their lake column holds, timestamps at year 9999 in UTC
+    *[bundle(stats={name: value}) for name in ("total_returned", "kept_after_filter", "failed_count", "dedup_count")
+      for value in (2**31 - 1, 2**31, 2**63, 10**30)],
+    *[bundle(stats={"duration_ms": value}) for value in (2**63 - 1, 2**63, 10**30)],
+    *[bundle([item(rank=value)]) for value in (2**31 - 1, 2**31, 2**63)],
+    bundle([item(http_status=2**63)]),
+    bundle(executed_at="9998-12-31T23:00:00-05:00"),
+    bundle(executed_at="9999-12-31T23:00:00-05:00"),
+    bundle(executed_at="9999-12-31T23:00:00+05:00"),
+    bundle([item(captured_at="9999-12-31T23:00:00-05:00")]),
     bundle(extra_field={"a": 1}),
     bundle([]),
     bundle([item(url="HTTPS://A.Example:443/x?utm_source=y#f")]),

@@ -5,13 +5,16 @@ nothing invalid reaches `consolidated`."""
 from __future__ import annotations
 
 import json
+import math
+import os
 import re
 import tempfile
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 
-from schemas.bundle import MAX_SNIPPET_CHARS, MAX_TITLE_CHARS, MAX_URL_CHARS, SearchResultBundle
+from schemas.bundle import (INT32_MAX, INT64_MAX, MAX_SNIPPET_CHARS, MAX_TITLE_CHARS, MAX_URL_CHARS,
+                            SearchResultBundle)
 from tasks.common.settings import Settings
 from tasks.lake import validation
 from tasks.lake.catalog import open_catalog
@@ -30,6 +33,10 @@ paths = st.from_regex(r"(/[A-Za-z0-9_.~-]{0,12}){0,3}", fullmatch=True)
 web_urls = st.builds(lambda scheme, host, path: f"{scheme}://{host}{path}", st.sampled_from(["http", "https"]),
                      hosts, paths)
 scores = st.floats(0, 1, allow_nan=False)
+# The largest number each integer field's lake column holds.
+STATS_LIMITS = {"total_returned": INT32_MAX, "kept_after_filter": INT32_MAX, "failed_count": INT32_MAX,
+                "dedup_count": INT32_MAX, "duration_ms": INT64_MAX}
+ITEM_LIMITS = {"rank": INT32_MAX, "http_status": 599}
 
 
 @st.composite
@@ -44,15 +51,19 @@ def items(draw, index: int) -> dict:
     if draw(st.booleans()):
         item["snippet"] = draw(words)
     if draw(st.booleans()):
-        item["rank"] = draw(st.integers(0, 100))
+        item["rank"] = draw(st.integers(0, ITEM_LIMITS["rank"]))
     return item
 
 
 @st.composite
 def bundles(draw, query_id: str) -> dict:
     count = draw(st.integers(1, 4))
-    return {"task_id": "fuzz", "query_id": query_id, "query_text": draw(words), "provider": "fuzz",
-            "executed_at": CAPTURED, "results": [draw(items(i)) for i in range(count)]}
+    doc = {"task_id": "fuzz", "query_id": query_id, "query_text": draw(words), "provider": "fuzz",
+           "executed_at": CAPTURED, "results": [draw(items(i)) for i in range(count)]}
+    if draw(st.booleans()):
+        fields = draw(st.lists(st.sampled_from(sorted(STATS_LIMITS)), unique=True))
+        doc["stats"] = {name: draw(st.integers(0, STATS_LIMITS[name])) for name in fields}
+    return doc
 
 
 # -- breakages: each returns (raw JSON text, reason, field) --------------------
@@ -69,6 +80,7 @@ def broken(draw, doc: dict) -> tuple[str, str, str | None]:
     kind = draw(st.sampled_from([
         "number_as_text", "number_as_bool", "text_as_other", "control_in_url", "bad_scheme", "too_long",
         "duplicate_key", "too_deep", "file_outside", "missing", "out_of_range", "null_byte_title_url",
+        "int_too_large",
     ]))
     if kind == "number_as_text":
         field = draw(st.sampled_from([*SCORES, "rank", "http_status"]))
@@ -106,12 +118,21 @@ def broken(draw, doc: dict) -> tuple[str, str, str | None]:
     if kind == "file_outside":
         path = draw(st.sampled_from(["/etc/passwd", "//host/share/x.md", "/tmp/../etc/shadow", "relative.md"]))
         return _set(doc, index, "url", "file:" + ("//" if path.startswith("/") else "") + path), "unsafe_url", f"{at}.url"
+    if kind == "int_too_large":  # past its lake column: an OverflowError once took down the whole batch
+        name = draw(st.sampled_from([*STATS_LIMITS, *ITEM_LIMITS]))
+        limit = STATS_LIMITS.get(name) or ITEM_LIMITS[name]
+        value = draw(st.one_of(st.just(limit + 1), st.integers(limit + 1, 2**80)))
+        if name in STATS_LIMITS:
+            doc.setdefault("stats", {})[name] = value
+            return json.dumps(doc), "invalid_value", f"stats.{name}"
+        return _set(doc, index, name, value), "invalid_value", f"{at}.{name}"
     if kind == "missing":
         field = draw(st.sampled_from(["url", "title", "captured_at", "score_final", "status"]))
         del doc["results"][index][field]
         return json.dumps(doc), "missing_field", f"{at}.{field}"
     field = draw(st.sampled_from(SCORES))
-    value = draw(st.one_of(st.floats(1.0001, 1e9), st.floats(-1e9, -0.0001)))
+    value = draw(st.one_of(st.floats(1.0001, 1e9), st.floats(-1e9, -0.0001),
+                           st.sampled_from([math.nan, math.inf, -math.inf])))
     return _set(doc, index, field, value), "invalid_value", f"{at}.{field}"
 
 
@@ -140,11 +161,25 @@ def test_every_valid_bundle_is_ready(doc):
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
+def _not_utf8(name: bytes) -> bool:
+    try:
+        name.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False
+
+
+# File names that are not UTF-8 (a file system takes any bytes but "/" and NUL).
+odd_names = st.binary(min_size=1, max_size=12).map(lambda b: b.replace(b"/", b"_").replace(b"\0", b"_") + b".json"
+                                                   ).filter(_not_utf8)
+
+
 @hsettings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                   HealthCheck.function_scoped_fixture])
 @given(good=st.lists(bundles("placeholder"), min_size=1, max_size=4), bad=st.lists(broken_bundles(), min_size=1,
-                                                                                     max_size=3))
-def test_a_batch_keeps_its_good_bundles_and_consolidated_stays_valid(settings, good, bad):
+                                                                                     max_size=3),
+       odd_name=st.none() | odd_names)
+def test_a_batch_keeps_its_good_bundles_and_consolidated_stays_valid(settings, good, bad, odd_name):
     with tempfile.TemporaryDirectory() as home:
         lake_settings = Settings(home=Path(home) / "home")
         inbox = Path(home) / "inbox"
@@ -156,6 +191,11 @@ def test_a_batch_keeps_its_good_bundles_and_consolidated_stays_valid(settings, g
             (inbox / f"good{n}.json").write_text(json.dumps(doc))
         for n, (raw, _, _) in enumerate(bad):
             (inbox / f"bad{n}.json").write_text(raw.replace('"query_id": "bad"', f'"query_id": "bad{n}"', 1))
+        expected = [(f"bad{n}.json", reason, field) for n, (_, reason, field) in enumerate(bad)]
+        if odd_name is not None:  # a good bundle, but its name cannot be shown or stored as text
+            with open(os.path.join(os.fsencode(inbox), odd_name), "w") as handle:
+                handle.write(json.dumps(dict(good[0], query_id="odd")))
+            expected.append((odd_name.decode("utf-8", "backslashreplace"), "bad_file_name", None))
 
         with open_catalog(lake_settings, "fuzz") as catalog:
             report = land_files(catalog, [inbox])
@@ -165,9 +205,8 @@ def test_a_batch_keeps_its_good_bundles_and_consolidated_stays_valid(settings, g
             quarantined = catalog.con.execute("SELECT reason, field FROM quarantine").fetchall()
 
     assert sorted(q for _, q, _ in report.landed) == sorted(f"good{n}" for n in range(len(good)))
-    assert sorted((Path(r.source).name, r.reason, r.field) for r in report.refused) == sorted(
-        (f"bad{n}.json", reason, field) for n, (_, reason, field) in enumerate(bad))
-    assert sorted(quarantined, key=str) == sorted([(reason, field) for _, reason, field in bad], key=str)
+    assert sorted(((Path(r.source).name, r.reason, r.field) for r in report.refused), key=str) == sorted(expected, key=str)
+    assert sorted(quarantined, key=str) == sorted([(reason, field) for _, reason, field in expected], key=str)
     expected_urls = {item["url"] for doc in good for item in doc["results"] if item["status"] == "ok"}
     assert {url for url, _, _ in rows} == expected_urls
     for url, title, score in rows:

@@ -6,13 +6,15 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import time
 from pathlib import Path
 
 import pytest
 
 from bench.generate import bundles
-from tasks.lake import validation
+from tests.conftest import in_thread, release_blocked_reader
+from tasks.lake import landing, validation
 
 
 def good_files(inbox, new_bundle, new_item, count: int = 5) -> list[Path]:
@@ -230,3 +232,218 @@ def test_validation_workers_die_with_a_killed_ingest(cli, tmp_path):
         for pid in workers:
             if alive(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+# -- numbers past what the lake can store --------------------------------------
+
+INT32_MAX, INT64_MAX = 2**31 - 1, 2**63 - 1
+# Each integer field at the first value its column cannot hold (counts and
+# rank are INTEGER columns, duration_ms a BIGINT), and far past it.
+TOO_LARGE = [(f"stats.{name}", value) for name in ("total_returned", "kept_after_filter", "failed_count",
+                                                    "dedup_count") for value in (INT32_MAX + 1, 2**63)]
+TOO_LARGE += [("stats.duration_ms", INT64_MAX + 1), ("stats.duration_ms", 10**30),
+              ("results[0].rank", INT32_MAX + 1), ("results[0].rank", 2**63), ("results[0].http_status", 2**63)]
+
+
+def with_value(bundle: dict, field: str, value) -> dict:
+    part, name = field.split(".")
+    target = bundle["results"][0] if part == "results[0]" else bundle.setdefault("stats", {})
+    target[name] = value
+    return bundle
+
+
+@pytest.mark.parametrize("field, value", TOO_LARGE)
+def test_an_integer_too_large_for_its_column_is_refused_and_the_batch_lands(lake, inbox, new_bundle, new_item,
+                                                                          field, value):
+    good = good_files(inbox, new_bundle, new_item, 20)
+    bad = inbox.write(with_value(new_bundle("big", [new_item("https://big.example/")]), field, value))
+
+    report = lake.ingest(inbox.folder)
+
+    assert sorted(q for _, q, _ in report.landed) == sorted(p.stem for p in good)
+    assert [(r.source, r.reason, r.field) for r in report.refused] == [(str(bad), "invalid_value", field)]
+    assert lake.rows("select reason, field from quarantine") == [("invalid_value", field)]
+    # nothing half-written: one raw file per landed bundle, one quarantined copy
+    assert len(lake.files_under("raw/")) == len(good) and len(lake.files_under("quarantine/")) == 1
+
+
+@pytest.mark.parametrize("field, value", [("stats.total_returned", INT32_MAX), ("stats.dedup_count", INT32_MAX),
+                                          ("stats.duration_ms", INT64_MAX), ("results[0].rank", INT32_MAX)])
+def test_the_largest_integer_a_column_holds_lands(lake, inbox, new_bundle, new_item, field, value):
+    inbox.write(with_value(new_bundle("big", [new_item("https://big.example/")]), field, value))
+    assert [q for _, q, _ in lake.ingest(inbox.folder).landed] == ["big"]
+    column = field.split(".")[1]
+    table = "results" if field.startswith("results") else "bundles"
+    assert lake.rows(f"select {column} from {table}") == [(value,)]
+
+
+@pytest.mark.parametrize("text", ["NaN", "Infinity", "-Infinity", "1e400", "-1e400"])
+@pytest.mark.parametrize("field", ["score_final", "score_relevance"])
+def test_scores_that_are_not_finite_are_refused_with_their_field(lake, inbox, new_bundle, new_item, field, text):
+    raw = json.dumps(new_bundle("q1", [new_item("https://a.example/", **{field: 0.125})])).replace("0.125", text)
+    inbox.write_text(raw, "q1.json")
+    good_files(inbox, new_bundle, new_item, 2)
+    report = lake.ingest(inbox.folder)
+    assert [(r.reason, r.field) for r in report.refused] == [("invalid_value", f"results[0].{field}")]
+    assert len(report.landed) == 2
+
+
+@pytest.mark.parametrize("field", ["executed_at", "results[0].captured_at", "results[0].published_at"])
+def test_a_timestamp_past_year_9999_in_utc_is_refused_with_its_field(lake, inbox, new_bundle, new_item, field):
+    bundle = new_bundle("q1", [new_item("https://a.example/")])
+    target = bundle if field == "executed_at" else bundle["results"][0]
+    target[field.rsplit(".", 1)[-1]] = "9999-12-31T23:00:00-05:00"
+    inbox.write(bundle)
+    good_files(inbox, new_bundle, new_item, 2)
+    report = lake.ingest(inbox.folder)
+    assert [(r.reason, r.field) for r in report.refused] == [("invalid_value", field)]
+    assert len(report.landed) == 2
+
+
+
+# -- file names ----------------------------------------------------------------
+
+def write_badly_named(folder: Path, name: bytes, text: str) -> str:
+    """A file whose name is not UTF-8; returns its path as refusals show it."""
+    with open(os.path.join(os.fsencode(folder), name), "w") as handle:
+        handle.write(text)
+    return f"{folder}/{name.decode('utf-8', 'backslashreplace')}"
+
+
+def test_a_file_name_that_is_not_utf8_is_refused_and_the_batch_lands(lake, inbox, new_bundle, new_item):
+    good = good_files(inbox, new_bundle, new_item, 3)
+    shown = write_badly_named(inbox.folder, b"\xff\xfe.json", json.dumps(new_bundle("odd", [new_item("https://o/")])))
+
+    report = lake.ingest(inbox.folder)
+
+    assert sorted(q for _, q, _ in report.landed) == sorted(p.stem for p in good)
+    assert [(r.source, r.reason) for r in report.refused] == [(shown, "bad_file_name")]
+    assert report.refused[0].line() == f"refused {shown}: bad_file_name: file name is not valid UTF-8"
+    assert lake.rows("select source_path, reason from quarantine") == [(shown, "bad_file_name")]
+
+
+def test_a_file_name_that_is_not_utf8_is_one_line_on_the_command_line(cli, inbox, new_bundle, new_item):
+    good_files(inbox, new_bundle, new_item, 2)
+    shown = write_badly_named(inbox.folder, b"caf\xe9.json", "{")
+    done = cli.run("ingest", str(inbox.folder))
+    assert done.returncode == 1 and "landed 2 bundles" in done.stdout
+    assert [line for line in done.stderr.splitlines() if "caf" in line] == [
+        f"refused {shown}: bad_file_name: file name is not valid UTF-8"]
+
+
+# -- what ingest reads ---------------------------------------------------------
+
+SECRET = b"SEARCHLAKE_TEST_API_KEY=sk-do-not-copy-4711"
+
+
+@pytest.fixture
+def secret(tmp_path) -> Path:
+    """A file outside every folder ingest is given (the stand-in for /etc/passwd)."""
+    path = tmp_path / "secret.env"
+    path.write_bytes(SECRET + b"\n")
+    return path
+
+
+def assert_secret_nowhere_under(home: Path) -> None:
+    for folder, _, names in os.walk(home):
+        for name in names:
+            path = Path(folder, name)
+            if path.is_file() and not path.is_symlink():
+                assert SECRET not in path.read_bytes(), f"the secret was copied into {path}"
+
+
+def refusals(report) -> list[tuple[str, str, str]]:
+    return sorted((Path(r.source).name, r.reason, r.message) for r in report.refused)
+
+
+OUTSIDE = "a link to a file outside the folder"
+
+
+def test_links_leading_out_of_the_folder_are_refused_and_never_read(lake, inbox, new_bundle, new_item, secret,
+                                                                    tmp_path):
+    good = good_files(inbox, new_bundle, new_item, 2)
+    (inbox.folder / "environ.json").symlink_to("/proc/self/environ")  # the process's API keys
+    (inbox.folder / "passwd.json").symlink_to(secret)
+    (inbox.folder / "up.json").symlink_to("../secret.env")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "q9.json").write_text(json.dumps(new_bundle("q9", [new_item("https://x.example/")])))
+    (inbox.folder / "linked").symlink_to(elsewhere, target_is_directory=True)  # not walked
+    kept = inbox.write(new_bundle("kept", [new_item("https://k.example/")]), "store/kept.data")
+    (inbox.folder / "alias.json").symlink_to("store/kept.data")  # a link inside the folder is read
+
+    report = lake.ingest(inbox.folder)
+
+    assert sorted(q for _, q, _ in report.landed) == sorted([*(p.stem for p in good), kept.stem])
+    assert refusals(report) == [(name, "unsafe_file", OUTSIDE) for name in ("environ.json", "passwd.json",
+                                                                             "up.json")]
+    assert lake.rows("select reason, stored_path from quarantine") == [("unsafe_file", None)] * 3
+    assert_secret_nowhere_under(Path(lake.settings.home))
+
+
+def test_special_files_are_refused_without_blocking(lake, inbox, new_bundle, new_item):
+    good = good_files(inbox, new_bundle, new_item, 2)
+    fifo = inbox.folder / "fifo.json"
+    os.mkfifo(fifo)
+    listening = socket.socket(socket.AF_UNIX)
+    listening.bind(str(inbox.folder / "socket.json"))
+    try:
+        report = in_thread(lambda: lake.ingest(inbox.folder))
+    finally:
+        release_blocked_reader(fifo)
+        listening.close()
+
+    assert sorted(q for _, q, _ in report.landed) == sorted(p.stem for p in good)
+    assert refusals(report) == [("fifo.json", "unsafe_file", "not a regular file (a FIFO)"),
+                                ("socket.json", "unsafe_file", "not a regular file (a socket)")]
+
+
+@pytest.mark.parametrize("swap", ["link to the secret", "FIFO", "folder linked outside"])
+def test_a_file_swapped_after_listing_is_not_read(lake, inbox, new_bundle, new_item, secret, tmp_path,
+                                                  monkeypatch, swap):
+    """Between listing a folder and reading a file, whoever writes into the
+    folder can swap the file: what is read is decided when it is opened."""
+    good = good_files(inbox, new_bundle, new_item, 2)
+    target = inbox.write(new_bundle("swapped", [new_item("https://s.example/")]), "sub/swapped.json")
+    listed = landing.expand_paths
+
+    def list_then_swap(paths, *args, **kwargs):
+        found = listed(paths, *args, **kwargs)
+        if swap == "folder linked outside":
+            outside = tmp_path / "outside"
+            outside.mkdir()
+            (outside / "swapped.json").write_bytes(SECRET)
+            os.rename(target.parent, tmp_path / "moved-away")
+            target.parent.symlink_to(outside, target_is_directory=True)
+        elif swap == "link to the secret":
+            target.unlink()
+            target.symlink_to(secret)
+        else:
+            target.unlink()
+            os.mkfifo(target)
+        return found
+
+    monkeypatch.setattr(landing, "expand_paths", list_then_swap)
+    try:
+        report = in_thread(lambda: lake.ingest(inbox.folder))
+    finally:
+        release_blocked_reader(target)
+
+    assert sorted(q for _, q, _ in report.landed) == sorted(p.stem for p in good)
+    [refusal] = report.refused
+    assert (refusal.source, refusal.reason) == (str(target), "unsafe_file")
+    assert_secret_nowhere_under(Path(lake.settings.home))
+
+
+def test_a_link_named_on_the_command_line_is_read_only_inside_its_folder(cli, lake, inbox, new_bundle, new_item,
+                                                                         secret):
+    real = inbox.write(new_bundle("q1", [new_item("https://a.example/")]), "q1.data")
+    (inbox.folder / "q1.json").symlink_to(real.name)
+    (inbox.folder / "passwd.json").symlink_to(secret)
+
+    done = cli.run("ingest", str(inbox.folder / "q1.json"), str(inbox.folder / "passwd.json"))
+
+    assert done.returncode == 1 and "landed 1 bundles" in done.stdout
+    assert [line for line in done.stderr.splitlines() if "passwd" in line] == [
+        f"refused {inbox.folder / 'passwd.json'}: unsafe_file: {OUTSIDE}"]
+    assert_secret_nowhere_under(Path(lake.settings.home))

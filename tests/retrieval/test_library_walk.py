@@ -11,8 +11,10 @@ import pytest
 from tasks.common.settings import Settings
 from tasks.lake.catalog import open_catalog
 from tasks.retrieval.plan_store import log_skipped_files
-from tasks.retrieval.providers.library.documents import DocumentFile, Skip, walk_folder
+from tasks.retrieval.providers.library import documents
+from tasks.retrieval.providers.library.documents import DocumentFile, Skip, SkipFile, walk_folder
 from tasks.retrieval.providers.library.index import index_library
+from tests.conftest import in_thread, release_blocked_reader
 
 
 @pytest.fixture
@@ -25,10 +27,14 @@ def library(tmp_path) -> Path:
 
 
 def walked(folder: Path) -> tuple[dict[str, bytes], dict[str, str]]:
+    """What the walk and its reads give: each file's bytes, or why it was skipped."""
     read, skipped = {}, {}
     for found in walk_folder(folder.resolve()):
         if isinstance(found, DocumentFile):
-            read[found.path] = found.read()
+            try:
+                read[found.path] = found.read()
+            except SkipFile as reason:
+                skipped[found.path] = str(reason)
         else:
             assert isinstance(found, Skip)
             skipped[found.path] = found.reason
@@ -43,8 +49,8 @@ def test_links_to_files_outside_the_library_are_skipped(library):
     read, skipped = walked(library)
 
     assert set(read) == {"notes/tides.md", "notes/alias.md"}
-    assert skipped == {"passwd.txt": "a link to a file outside the library folder",
-                       "notes/escape.md": "a link to a file outside the library folder"}
+    assert skipped == {"passwd.txt": "a link to a file outside the folder",
+                       "notes/escape.md": "a link to a file outside the folder"}
     assert all(b"root:" not in data and b"private" not in data for data in read.values())
 
 
@@ -85,4 +91,41 @@ def test_the_index_and_the_error_log_take_odd_files_in_their_stride(settings, li
 
     assert report.documents == 1
     assert logged == [("bad\\xff.md", "file name is not valid UTF-8"),
-                      ("passwd.txt", "a link to a file outside the library folder")]
+                      ("passwd.txt", "a link to a file outside the folder")]
+
+
+# -- a file swapped between the walk and the read ---------------------------------
+
+PRIVATE = "SEARCHLAKE-PRIVATE-anemone-4711"
+
+
+@pytest.mark.parametrize("swap, reason", [("FIFO", "not a regular file (a FIFO)"),
+                                          ("link outside", "a link to a file outside the folder")])
+def test_a_file_swapped_after_the_walk_is_skipped_and_the_index_finishes(settings, library, tmp_path,
+                                                                         monkeypatch, swap, reason):
+    secret = tmp_path / "private.md"
+    secret.write_text(f"# Private\n\n{PRIVATE} about anemones.\n")
+    victim = library / "notes" / "victim.md"
+    victim.write_text("# Victim\n\nA harmless note about anemones.\n")
+    walk = documents.walk_folder
+
+    def walk_then_swap(root):
+        for found in walk(root):
+            if isinstance(found, DocumentFile) and found.path == "notes/victim.md":
+                victim.unlink()
+                if swap == "link outside":
+                    victim.symlink_to(secret)
+                else:
+                    os.mkfifo(victim)
+            yield found
+
+    monkeypatch.setattr(documents, "walk_folder", walk_then_swap)
+    try:
+        report = in_thread(lambda: index_library(Settings(home=settings.home, library=library)))
+    finally:
+        release_blocked_reader(victim)
+
+    assert report.documents == 1  # notes/tides.md
+    assert [(s.path, s.reason) for s in report.skipped] == [("notes/victim.md", reason)]
+    stored = [p for p in Path(settings.home).rglob("*") if p.is_file() and PRIVATE.encode() in p.read_bytes()]
+    assert not stored

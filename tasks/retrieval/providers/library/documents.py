@@ -14,9 +14,11 @@ A *corpus* is one source of documents:
   docs.python.org URL (see PYDOC_PAGES) — offline, nothing to download.
 
 Files that cannot be read or have no text become `Skip`s (path, reason) from
-the walk, or `SkipFile` from `extract`, for the caller's error log. So do
-files whose real path (links followed) lies outside the folder, and files
-whose name is not valid UTF-8.
+the walk, or `SkipFile` from `read` or `extract`, for the caller's error log.
+So do files whose name is not valid UTF-8 and, when read, links leading out
+of the folder, files that are not regular (FIFO, socket, device) and files
+over MAX_FILE_BYTES: `read` opens the file once, below the folder, without
+following a link out of it or waiting on a FIFO (tasks/common/untrusted_files.py).
 
 Passages: paragraphs (blank-line separated) packed into spans of at most
 PASSAGE_CHARS characters (about 250 English words); longer paragraphs are
@@ -27,13 +29,13 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from tasks.common.settings import Settings
+from tasks.common.untrusted_files import FileRefused, is_utf8_name, printable_path, read_file_inside
 
 SUFFIX_KINDS = {
     ".md": "markdown", ".markdown": "markdown",
@@ -58,7 +60,8 @@ class Skip:
 
 @dataclass(frozen=True)
 class DocumentFile:
-    """A file (or topic) that may be indexed; `read` fetches its bytes."""
+    """A file (or topic) that may be indexed; `read` fetches its bytes, or
+    raises SkipFile (what it opened may not be read) or OSError."""
 
     path: str
     url: str
@@ -98,7 +101,7 @@ def walk_folder(root: Path) -> Iterator[DocumentFile | Skip]:
 
     def on_error(error: OSError) -> None:
         where = Path(error.filename).relative_to(root).as_posix() if error.filename else "."
-        failed_dirs.append(Skip(_shown(where), f"unreadable folder: {error.strerror or error}"))
+        failed_dirs.append(Skip(printable_path(where), f"unreadable folder: {error.strerror or error}"))
 
     for dirpath, dirnames, filenames in os.walk(root, onerror=on_error):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in SKIPPED_DIRS)
@@ -112,36 +115,24 @@ def walk_folder(root: Path) -> Iterator[DocumentFile | Skip]:
 
 def _candidate(root: Path, path: Path, kind: str) -> DocumentFile | Skip:
     relative = path.relative_to(root).as_posix()
-    if not _is_utf8(relative):  # the name cannot become a URL, a path column or a log line
-        return Skip(_shown(relative), "file name is not valid UTF-8")
+    if not is_utf8_name(relative):  # the name cannot become a URL, a path column or a log line
+        return Skip(printable_path(relative), "file name is not valid UTF-8")
     try:
-        # Only what lies inside the library is read: a link is followed to its
-        # target, and a target outside the folder is skipped.
-        target = path.resolve(strict=True)  # a dangling link fails here
-        info = target.stat()
-    except (OSError, RuntimeError) as error:  # RuntimeError: a symlink loop
-        return Skip(relative, f"unreadable: {getattr(error, 'strerror', None) or error}")
-    if not target.is_relative_to(root):
-        return Skip(relative, "a link to a file outside the library folder")
-    if not stat.S_ISREG(info.st_mode):  # a FIFO named x.txt would block a read
-        return Skip(relative, "not a regular file")
-    if info.st_size > MAX_FILE_BYTES:
-        return Skip(relative, f"too large ({info.st_size:,} bytes; limit {MAX_FILE_BYTES:,})")
-    return DocumentFile(relative, path.as_uri(), kind, info.st_mtime, info.st_size, target.read_bytes)
+        info = path.stat()  # mtime and size tell the index whether to read it again
+    except OSError as error:  # a dangling link, a link loop, a file gone since the walk
+        return Skip(relative, f"unreadable: {error.strerror or error}")
+    # What is read, and whether it may be, is decided when the file is opened
+    # (a link leading out of the library, a FIFO, a file too large: SkipFile),
+    # so a file swapped for one of those after this stat is never read.
+    return DocumentFile(relative, path.as_uri(), kind, info.st_mtime, info.st_size,
+                        lambda: _read_inside(root, relative))
 
 
-def _is_utf8(name: str) -> bool:
-    """False for a name os.walk decoded with surrogate escapes (not UTF-8 on disk)."""
+def _read_inside(root: Path, relative: str) -> bytes:
     try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _shown(name: str) -> str:
-    """A name that is not UTF-8, printable: its undecodable bytes as \\xNN."""
-    return os.fsencode(name).decode("utf-8", "backslashreplace")
+        return read_file_inside(root, relative, max_bytes=MAX_FILE_BYTES)
+    except FileRefused as refused:
+        raise SkipFile(str(refused)) from None
 
 
 # -- Python's own documentation -----------------------------------------------

@@ -316,6 +316,8 @@ def _examine(candidate: DocumentFile, known: Document | None) -> Skip | tuple[st
         return "unchanged", known
     try:
         data = candidate.read()
+    except SkipFile as reason:  # a link out of the library, a FIFO, a file too large
+        return Skip(candidate.path, str(reason))
     except OSError as error:
         return Skip(candidate.path, f"unreadable: {error.strerror or error}")
     sha = hashlib.sha256(data).hexdigest()
