@@ -23,11 +23,13 @@ def hand_off(config: Settings, question: str, options: dict, budget) -> str | No
     if record is None:
         return None
     import httpx
-    body = {"question": question, **options, "fingerprint": fingerprint(config),
-            "budget": {"timeout": budget.timeout_seconds, "max_target_count": budget.max_target_count,
-                       "max_fallback_rounds": budget.max_fallback_rounds}}
+    from schemas.serve import BudgetRequest, ResearchRequest
+    body = ResearchRequest(question=question, **options, fingerprint=fingerprint(config),
+                           budget=BudgetRequest(timeout=budget.timeout_seconds, max_target_count=budget.max_target_count,
+                                                max_fallback_rounds=budget.max_fallback_rounds))
     try:
-        response = httpx.post(f"{record.url}/api/research", json=body,
+        response = httpx.post(f"{record.url}/api/research", content=body.model_dump_json(),
+                              headers={"content-type": "application/json"},
                               timeout=httpx.Timeout(HANDOFF_TIMEOUT, connect=2.0))
     except httpx.HTTPError:
         return None  # not answering: run here

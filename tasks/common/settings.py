@@ -101,6 +101,8 @@ class Settings(BaseSettings):
     autoserve: bool = Field(default=True, description="`research` starts a background `serve` to run in")
     serve_idle_minutes: float = Field(default=15.0, gt=0,
                                       description="A background `serve` stops after this long with nothing to do")
+    serve_max_body_bytes: int = Field(default=1_000_000, ge=1024,
+                                      description="`serve` refuses a request body larger than this (413)")
 
     def budget(self, overrides: Mapping[str, Any] | None = None,
                option_names: Mapping[str, str] | None = None) -> Budget:

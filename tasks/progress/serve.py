@@ -39,7 +39,8 @@ from starlette.routing import Route
 from tasks.common.settings import Settings
 from tasks.lake.files import run_logs_root
 from tasks.progress.events import events_path, follow_events, list_runs
-from tasks.progress.web.app import Launcher, page_routes, protect
+from tasks.progress.web.app import Launcher, page_routes
+from tasks.progress.web.guards import protect
 
 log = logging.getLogger(__name__)
 KEEPALIVE_SECONDS = 15.0
@@ -80,7 +81,7 @@ def build_app(settings: Settings, launcher: Launcher | None = None, *, poll: flo
 
     routes = [Route("/health", health), Route("/runs", runs),
               Route("/runs/{task_id}/{run_id}/events", events), *page_routes(settings, launcher)]
-    return protect(Starlette(routes=routes), allowed_hosts or ["127.0.0.1", "localhost"])
+    return protect(Starlette(routes=routes), allowed_hosts or ["127.0.0.1", "localhost"], settings.serve_max_body_bytes)
 
 
 async def _numbered(path: Path, skip: int, follow: bool, poll: float):

@@ -24,18 +24,17 @@ from typing import Protocol
 from urllib.parse import urlsplit
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
-from starlette.applications import Starlette
+from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from schemas.bundle import check_identifier
+from schemas.serve import ResearchRequest, is_malformed, request_error
 from tasks.common.settings import Settings
 from tasks.lake.catalog import CatalogBusy
 from tasks.lake.files import run_logs_root
@@ -44,8 +43,6 @@ from tasks.progress.handoff import fingerprint
 from tasks.progress.web.pages import UnknownTaskPage, home_page, task_page
 
 HERE = Path(__file__).resolve().parent
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
-       "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
 MAX_QUESTION = 2000
 
 
@@ -166,16 +163,18 @@ def page_routes(settings: Settings, launcher: Launcher | None) -> list:
             return JSONResponse({"error": "this server only reads"}, status_code=405)
         if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
             return JSONResponse({"error": "send JSON"}, status_code=415)
-        body = await request.json()
-        if body.get("fingerprint") != own_fingerprint:
+        try:
+            body = ResearchRequest.model_validate_json(await request.body())
+        except ValidationError as exc:
+            return JSONResponse({"error": request_error(exc)}, status_code=400 if is_malformed(exc) else 422)
+        if body.fingerprint != own_fingerprint:
             return JSONResponse({"error": "this server runs with other settings"}, status_code=409)
-        task_id = body.get("task_id")
-        before = set(runs_of_task(root, task_id)) if task_id else set()
+        before = set(runs_of_task(root, body.task_id)) if body.task_id else set()
         try:
             task_id = await run_in_threadpool(
-                launcher.research, str(body.get("question", "")), body.get("providers"), body.get("library"),
-                body.get("target"), task_id=task_id, max_results=body.get("max_results"),
-                demand_id=body.get("demand_id") or "default", budget=body.get("budget"))
+                launcher.research, body.question, body.providers, body.library, body.target, task_id=body.task_id,
+                max_results=body.max_results, demand_id=body.demand_id,
+                budget=body.budget.model_dump(exclude_none=True) if body.budget else None)
         except LaunchRefused as exc:
             return JSONResponse({"error": str(exc)}, status_code=422)
         while True:  # until the run wrote its first event, or could not start
@@ -223,41 +222,3 @@ def _launch_research(launcher: Launcher, values: dict, providers: list[str]) -> 
             raise LaunchRefused(f"target must be a whole number of sources, at least 1, not {values['target']!r}")
         target = int(values["target"])
     return launcher.research(question, providers or None, values["library"] or None, target)
-
-
-# -- protection -----------------------------------------------------------------
-
-class _Guard:
-    """Security headers on every answer; no form posts from other sites."""
-
-    def __init__(self, app: ASGIApp):
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        if scope["method"] == "POST" and _cross_site(headers):
-            await PlainTextResponse("cross-site form posts are refused", status_code=403)(scope, receive, send)
-            return
-
-        async def send_with_headers(message) -> None:
-            if message["type"] == "http.response.start":
-                extra = [(b"content-security-policy", CSP.encode()), (b"x-content-type-options", b"nosniff"),
-                         (b"referrer-policy", b"no-referrer"), (b"x-frame-options", b"DENY")]
-                message = {**message, "headers": [*message.get("headers", []), *extra]}
-            await send(message)
-
-        await self.app(scope, receive, send_with_headers)
-
-
-def _cross_site(headers: dict[str, str]) -> bool:
-    if headers.get("sec-fetch-site") == "cross-site":
-        return True
-    origin = headers.get("origin")
-    return bool(origin) and origin != "null" and urlsplit(origin).netloc != headers.get("host", "")
-
-
-def protect(app: Starlette, allowed_hosts: list[str]) -> ASGIApp:
-    return _Guard(TrustedHostMiddleware(app, allowed_hosts=allowed_hosts))
