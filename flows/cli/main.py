@@ -143,7 +143,7 @@ def main() -> None:
         _fail(str(exc.args[0]) if exc.args else str(exc))
     except ValidationError as exc:
         first = exc.errors()[0]
-        _fail(f"invalid setting {'.'.join(map(str, first['loc']))}: {first['msg']}")
+        _fail(f"invalid setting {'.'.join(map(str, first['loc']))}: {first['msg'].removeprefix('Value error, ')}")
     except CatalogError as exc:
         _fail(str(exc).splitlines()[0])
     sys.exit(code if isinstance(code, int) else 0)

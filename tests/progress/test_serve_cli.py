@@ -89,7 +89,8 @@ def test_the_fingerprint_changes_with_any_setting_and_hides_secrets(settings, mo
 def test_how_a_server_starts_and_stops_is_not_part_of_the_fingerprint(settings, monkeypatch):
     same = fingerprint(Settings())
     for name, value in {"SEARCHLAKE_AUTOSERVE": "true", "SEARCHLAKE_SERVE_IDLE_MINUTES": "1",
-                        "SEARCHLAKE_SERVE_PORT": "9000"}.items():
+                        "SEARCHLAKE_SERVE_PORT": "9000", "SEARCHLAKE_SERVE_TOKEN": "t" * 20,
+                        "SEARCHLAKE_SERVE_LIBRARIES": "/srv/notes"}.items():
         monkeypatch.setenv(name, value)
     assert fingerprint(Settings()) == same
 
@@ -103,8 +104,15 @@ def test_an_idle_time_that_is_not_positive_is_one_line(user, error_lines_of):
 def test_a_record_of_a_dead_server_is_ignored(settings):
     dead = subprocess.Popen(["true"])
     dead.wait()
-    ServeRecord("http://127.0.0.1:9", dead.pid, fingerprint(settings)).write(settings)
+    ServeRecord("http://127.0.0.1:9", dead.pid, fingerprint(settings), "key").write(settings)
     assert ServeRecord.read(settings) is None
+
+
+def test_the_record_is_readable_by_its_user_only(settings):
+    # its key lets a request name any library folder
+    ServeRecord("http://127.0.0.1:9", os.getpid(), fingerprint(settings), "key").write(settings)
+    assert record_path(settings).stat().st_mode & 0o777 == 0o600
+    assert ServeRecord.read(settings).key == "key"
 
 
 def test_research_runs_in_a_running_serve(user, lake, error_lines_of):

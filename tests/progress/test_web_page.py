@@ -39,12 +39,14 @@ def web(settings, monkeypatch, tmp_path):
     for name in PROVIDER_KEYS + BUDGET_ENV:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("SEARCHLAKE_MAX_QUERIES_PER_INTENT", "1")
+    library = write_library(tmp_path / "library")
+    monkeypatch.setenv("SEARCHLAKE_SERVE_LIBRARIES", str(library))  # the page may search it
     with fake_openrouter() as router:
         monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-v1-page-test")
         monkeypatch.setenv("OPENROUTER_BASE_URL", router.base + "/api/v1")
         config = Settings()
         with make_server(config, "127.0.0.1", 0, ResearchLauncher(config), poll=0.05) as server:
-            yield Web(server, router, write_library(tmp_path / "library"), config)
+            yield Web(server, router, library, config)
 
 
 @pytest.fixture

@@ -10,6 +10,12 @@
     GET  /static/...                    this app's CSS and scripts (htmx vendored)
     POST /api/research                  JSON: start a run for `searchlake research`, answer
                                         {task_id, run_id} once its first event is written
+    GET  /login, POST /login            the token, once, for a browser (SEARCHLAKE_SERVE_TOKEN set)
+
+A research run searches the default library or a folder the server offers
+(SEARCHLAKE_LIBRARY, SEARCHLAKE_SERVE_LIBRARIES), never another folder the
+server could read; only the server's own user names any folder (see
+tasks/progress/web/guards.py, Access).
 
 Everything from the lake goes through Jinja2 autoescaping; links are made
 only from http(s) URLs; the Content-Security-Policy allows scripts from this
@@ -40,6 +46,7 @@ from tasks.lake.catalog import CatalogBusy
 from tasks.lake.files import run_logs_root
 from tasks.progress.events import list_runs, runs_of_task
 from tasks.progress.handoff import fingerprint
+from tasks.progress.web.guards import SESSION_COOKIE, Access
 from tasks.progress.web.pages import UnknownTaskPage, home_page, task_page
 
 HERE = Path(__file__).resolve().parent
@@ -48,6 +55,10 @@ MAX_QUESTION = 2000
 
 class LaunchRefused(ValueError):
     """The form asked for something that cannot start (one line for the page)."""
+
+
+class LibraryRefused(LaunchRefused):
+    """A library folder this server does not offer."""
 
 
 class Launcher(Protocol):
@@ -87,15 +98,16 @@ def _templates() -> Jinja2Templates:
 
 # -- routes ---------------------------------------------------------------------
 
-def page_routes(settings: Settings, launcher: Launcher | None) -> list:
+def page_routes(settings: Settings, launcher: Launcher | None, access: Access) -> list:
     templates = _templates()
     root = run_logs_root(settings)
     own_fingerprint = fingerprint(settings)
+    libraries = [str(folder) for folder in _offered_libraries(settings)]
 
     def render(request: Request, name: str, status_code: int = 200, **context) -> Response:
         context.update(can_research=launcher is not None,
                        can_ask=launcher is not None and launcher.can_ask(),
-                       providers=launcher.providers() if launcher else [])
+                       providers=launcher.providers() if launcher else [], libraries=libraries)
         return templates.TemplateResponse(request, name, context, status_code=status_code)
 
     def busy(request: Request, exc: CatalogBusy) -> Response:
@@ -123,7 +135,7 @@ def page_routes(settings: Settings, launcher: Launcher | None) -> list:
         values = {k: str(form.get(k, "")).strip() for k in ("question", "library", "target")}
         chosen = [str(p) for p in form.getlist("providers")]
         try:
-            task_id = await run_in_threadpool(_launch_research, launcher, values, chosen)
+            task_id = await run_in_threadpool(_launch_research, launcher, settings, values, chosen)
         except LaunchRefused as exc:
             return home(request, error=str(exc), status_code=400, form={**values, "providers": chosen})
         return RedirectResponse(f"/tasks/{task_id}/live", status_code=303)
@@ -171,10 +183,13 @@ def page_routes(settings: Settings, launcher: Launcher | None) -> list:
             return JSONResponse({"error": "this server runs with other settings"}, status_code=409)
         before = set(runs_of_task(root, body.task_id)) if body.task_id else set()
         try:
+            library = body.library if access.is_owner(request.headers) else offered_library(settings, body.library)
             task_id = await run_in_threadpool(
-                launcher.research, body.question, body.providers, body.library, body.target, task_id=body.task_id,
+                launcher.research, body.question, body.providers, library, body.target, task_id=body.task_id,
                 max_results=body.max_results, demand_id=body.demand_id,
                 budget=body.budget.model_dump(exclude_none=True) if body.budget else None)
+        except LibraryRefused as exc:
+            return JSONResponse({"error": str(exc)}, status_code=403)
         except LaunchRefused as exc:
             return JSONResponse({"error": str(exc)}, status_code=422)
         while True:  # until the run wrote its first event, or could not start
@@ -197,11 +212,34 @@ def page_routes(settings: Settings, launcher: Launcher | None) -> list:
             return busy(request, exc)
         return render(request, "task.html", page=page)
 
-    return [Route("/", home), Route("/fragments/runs", runs_fragment),
-            Route("/research", start_research, methods=["POST"]), Route("/ask", start_ask, methods=["POST"]),
-            Route("/tasks/{task_id}/live", live), Route("/tasks/{task_id}/runs/{run_id}", timeline),
-            Route("/tasks/{task_id}", task), Route("/api/research", api_research, methods=["POST"]),
-            Mount("/static", StaticFiles(directory=HERE / "static"), name="static")]
+    def login_form(request: Request) -> Response:
+        return render(request, "login.html", next=_local_path(request.query_params.get("next")))
+
+    async def login(request: Request) -> Response:
+        form = await request.form()
+        wanted = _local_path(str(form.get("next", "")))
+        if not access.opens_with(str(form.get("token", ""))):
+            return render(request, "login.html", 401, next=wanted, error="that is not this server's token")
+        response = RedirectResponse(wanted, status_code=303)
+        response.set_cookie(SESSION_COOKIE, access.session, httponly=True, samesite="strict", path="/",
+                            secure=request.url.scheme == "https")
+        return response
+
+    routes = [Route("/", home), Route("/fragments/runs", runs_fragment),
+              Route("/research", start_research, methods=["POST"]), Route("/ask", start_ask, methods=["POST"]),
+              Route("/tasks/{task_id}/live", live), Route("/tasks/{task_id}/runs/{run_id}", timeline),
+              Route("/tasks/{task_id}", task), Route("/api/research", api_research, methods=["POST"]),
+              Mount("/static", StaticFiles(directory=HERE / "static"), name="static")]
+    if access.needs_token:
+        routes += [Route("/login", login_form), Route("/login", login, methods=["POST"])]
+    return routes
+
+
+def _local_path(wanted: str | None) -> str:
+    """Where the login form sends the browser next: a path of this server, never another site."""
+    if not wanted or not wanted.startswith("/") or wanted.startswith(("//", "/\\")):
+        return "/"
+    return wanted
 
 
 def _task_id(request: Request) -> str:
@@ -212,7 +250,33 @@ def _task_id(request: Request) -> str:
         raise HTTPException(400, f"invalid task id: {exc}") from None
 
 
-def _launch_research(launcher: Launcher, values: dict, providers: list[str]) -> str:
+def offered_library(settings: Settings, asked: str | None) -> str | None:
+    """The library folder a request asked for, when this server offers it:
+    none (the default library), SEARCHLAKE_LIBRARY or one of
+    SEARCHLAKE_SERVE_LIBRARIES. Folders are compared resolved, so neither a
+    link nor '..' leads anywhere else."""
+    if not asked:
+        return None
+    folder = _resolved(asked)
+    if folder is None or folder not in _offered_libraries(settings):
+        raise LibraryRefused(f"library folder {asked!r} is not a library this server offers "
+                             "(SEARCHLAKE_LIBRARY and SEARCHLAKE_SERVE_LIBRARIES name them)")
+    return str(folder)
+
+
+def _offered_libraries(settings: Settings) -> list[Path]:
+    folders = [_resolved(str(folder)) for folder in (settings.library, *settings.serve_libraries) if folder]
+    return list(dict.fromkeys(folder for folder in folders if folder is not None))
+
+
+def _resolved(folder: str) -> Path | None:
+    try:
+        return Path(folder).expanduser().resolve()
+    except (OSError, RuntimeError, ValueError):  # a link loop, a NUL byte: no folder at all
+        return None
+
+
+def _launch_research(launcher: Launcher, settings: Settings, values: dict, providers: list[str]) -> str:
     question = values["question"]
     if not question or len(question) > MAX_QUESTION:
         raise LaunchRefused(f"the question must have 1 to {MAX_QUESTION} characters")
@@ -221,4 +285,4 @@ def _launch_research(launcher: Launcher, values: dict, providers: list[str]) -> 
         if not values["target"].isdigit() or int(values["target"]) < 1:
             raise LaunchRefused(f"target must be a whole number of sources, at least 1, not {values['target']!r}")
         target = int(values["target"])
-    return launcher.research(question, providers or None, values["library"] or None, target)
+    return launcher.research(question, providers or None, offered_library(settings, values["library"]), target)

@@ -1,19 +1,26 @@
 """What stands between a request and the pages of `searchlake serve`, from
 the outside in: security headers on every answer and no form posts from
 other sites; only requests addressed to an allowed host name (DNS
-rebinding); bodies read up to a size limit.
+rebinding); with SEARCHLAKE_SERVE_TOKEN set, only requests that carry the
+token (see Access); bodies read up to a size limit.
 
 Refusals are one line: `{"error": "..."}` on the API routes (/api/...),
 plain text elsewhere."""
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
+import hmac
+from hashlib import sha256
+from http.cookies import CookieError, SimpleCookie
+from urllib.parse import quote, urlsplit
 
 from starlette.middleware.trustedhost import TrustedHostMiddleware
-from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+SESSION_COOKIE = "searchlake_session"
+# The login form and what it is drawn with need no token.
+OPEN_PATHS = ("/login", "/static/")
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
        "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
 
@@ -114,5 +121,77 @@ def _replay(body: bytes, receive: Receive) -> Receive:
     return replayed
 
 
-def protect(app: ASGIApp, allowed_hosts: list[str], max_body_bytes: int) -> ASGIApp:
-    return _Guard(TrustedHostMiddleware(_BodyLimit(app, max_body_bytes), allowed_hosts=allowed_hosts))
+class Access:
+    """Who may use the server. With a token configured, a request carries it
+    as `Authorization: Bearer <token>`, or carries the session cookie the
+    login form sets (an HMAC of the token: the cookie proves the token
+    without being it). The server's own user carries the server's key
+    (tasks/progress/handoff.py, ServeRecord.key) instead."""
+
+    def __init__(self, token: str | None, owner_key: str | None = None):
+        self.token = token
+        self.owner_key = owner_key
+        self.session = hmac.new(token.encode(), b"searchlake serve session", sha256).hexdigest() if token else None
+
+    @property
+    def needs_token(self) -> bool:
+        return self.token is not None
+
+    def opens_with(self, token: str) -> bool:
+        return _same(token, self.token)
+
+    def is_owner(self, headers: dict[str, str]) -> bool:
+        return _same(_bearer(headers), self.owner_key)
+
+    def admits(self, headers: dict[str, str]) -> bool:
+        return (not self.needs_token or _same(_bearer(headers), self.token) or self.is_owner(headers)
+                or _same(_cookie(headers, SESSION_COOKIE), self.session))
+
+
+def _same(given: str | None, expected: str | None) -> bool:
+    # compare_digest: the time taken says nothing about how much of a guess was right
+    return given is not None and expected is not None and hmac.compare_digest(given.encode(), expected.encode())
+
+
+def _bearer(headers: dict[str, str]) -> str | None:
+    scheme, _, credentials = headers.get("authorization", "").partition(" ")
+    return credentials.strip() if scheme.lower() == "bearer" else None
+
+
+def _cookie(headers: dict[str, str], name: str) -> str | None:
+    try:
+        morsel = SimpleCookie(headers.get("cookie", "")).get(name)
+    except CookieError:
+        return None
+    return morsel.value if morsel else None
+
+
+class _TokenGate:
+    """Refuses requests that Access does not admit: a browser asking for a
+    page is sent to the login form, anything else gets a 401."""
+
+    def __init__(self, app: ASGIApp, access: Access):
+        self.app = app
+        self.access = access
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = _headers(scope) if scope["type"] == "http" else {}
+        if scope["type"] != "http" or scope["path"].startswith(OPEN_PATHS) or self.access.admits(headers):
+            await self.app(scope, receive, send)
+            return
+        await _ask_for_token(scope, headers)(scope, receive, send)
+
+
+def _ask_for_token(scope: Scope, headers: dict[str, str]) -> Response:
+    if scope["method"] == "GET" and "text/html" in headers.get("accept", ""):
+        query = scope.get("query_string", b"").decode("latin-1")
+        wanted = scope["path"] + (f"?{query}" if query else "")
+        return RedirectResponse(f"/login?next={quote(wanted, safe='')}", status_code=303)
+    response = refusal(scope, 401, "this server needs its token (Authorization: Bearer …)")
+    response.headers["www-authenticate"] = "Bearer"
+    return response
+
+
+def protect(app: ASGIApp, allowed_hosts: list[str], access: Access, max_body_bytes: int) -> ASGIApp:
+    return _Guard(TrustedHostMiddleware(_TokenGate(_BodyLimit(app, max_body_bytes), access),
+                                        allowed_hosts=allowed_hosts))
