@@ -73,10 +73,12 @@ class RunView:
 
     def finish(self, result: dict) -> None:
         self.trace.run("complete", result)
+        self.trace.flush()  # lines that waited for a busy catalog: the run has no next line to take them
         self.progress.finish(result)
         self.events.close()
 
     def fail(self, status: str, error: str) -> None:
         self.trace.run(status, {"error": error})
+        self.trace.flush()
         self.progress.fail(error)
         self.events.close()

@@ -33,8 +33,7 @@ from schemas.bundle import check_identifier
 from schemas.governance import Budget, Drop, GateResult, Policy, Publisher, StageRecord
 from tasks.lake.catalog import Catalog, CatalogBusy, CatalogError, open_catalog
 from tasks.common.settings import Settings
-from tasks.lake.files import run_logs_root
-from tasks.lake.files import Lake, LakeWrite
+from tasks.lake.files import Lake, LakeWrite, end_torn_line, run_logs_root
 from tasks.governance.filters import Candidate
 
 log = logging.getLogger(__name__)
@@ -130,9 +129,12 @@ def trace_path(settings: Settings, task_id: str, trace_id: str) -> Path:
 class TraceLog:
     """Appends one flushed JSONL line per stage/gate/run event to the run's
     trace.jsonl and inserts the same event as a run_events row. The file is
-    the primary trace: a catalog that is busy or failing costs the row (the
-    problem is logged and kept in `db_errors`), never the run. Stage events
-    also build the run's stage history (`history`)."""
+    the primary trace: a catalog that is busy (another command holds it past
+    SEARCHLAKE_LOCK_TIMEOUT) or failing costs the run nothing; its lines wait
+    (the problem is logged and kept in `db_errors`) and go in with the next
+    line, or at `flush()`. A trace resumed later first sends the lines of its
+    file that its rows lack. Stage events also build the run's stage
+    history (`history`)."""
 
     def __init__(self, settings: Settings, task_id: str, trace_id: str):
         self.settings = settings
@@ -143,32 +145,53 @@ class TraceLog:
         self.history: list[StageRecord] = []
         self.db_errors: list[str] = []
         self._lock = threading.Lock()  # stages may report from worker threads
+        # Lines not yet known to be rows: a resumed trace's file may hold some
+        # (its process could not send them), so the table is asked first.
+        end_torn_line(self.path)
+        self._unsent = _read_lines(self.path)
+        self._ask_table = bool(self._unsent)
         # A resumed trace continues its numbering after the lines already there.
-        self._seq = _line_count(self.path)
+        self._seq = len(self._unsent)
 
     def event(self, kind: str, name: str, status: str, detail: Mapping[str, Any] | None = None) -> dict:
         if kind not in EVENT_KINDS:
             raise ValueError(f"event kind {kind!r} is not one of {', '.join(EVENT_KINDS)}")
         with self._lock:
             self._seq += 1
-            at = _now()
-            line = {"trace_id": self.trace_id, "task_id": self.task_id, "seq": self._seq, "at": at.isoformat(),
+            line = {"trace_id": self.trace_id, "task_id": self.task_id, "seq": self._seq, "at": _now().isoformat(),
                     "kind": kind, "name": name, "status": status, "detail": dict(detail or {})}
             with open(self.path, "a", encoding="utf-8") as handle:
                 handle.write(_json(line) + "\n")
                 handle.flush()
-            self._insert(line, at)
+            self._unsent.append(line)
+            self._send()
         return line
 
-    def _insert(self, line: dict, at: datetime) -> None:
+    def flush(self) -> None:
+        """Send the lines that are not rows yet (a run's end calls it)."""
+        with self._lock:
+            if self._unsent:
+                self._send()
+
+    def _send(self) -> None:
         try:
             with open_catalog(self.settings, "governed run: trace") as catalog:
-                catalog.run("run_event_insert", [self.trace_id, self.task_id, line["seq"], at, line["kind"],
-                                                 line["name"], line["status"], _json(line["detail"])])
+                if self._ask_table:
+                    sent = {seq for (seq,) in catalog.rows("run_event_seqs", [self.trace_id])}
+                    self._unsent = [line for line in self._unsent if line["seq"] not in sent]
+                lines = self._unsent
+                catalog.run("run_event_insert", [self.trace_id, self.task_id, [e["seq"] for e in lines],
+                                                 [e["at"] for e in lines], [e["kind"] for e in lines],
+                                                 [e["name"] for e in lines], [e["status"] for e in lines],
+                                                 [_json(e["detail"]) for e in lines]])
         except (CatalogBusy, CatalogError) as exc:
-            problem = f"event {line['seq']} ({line['kind']} {line['name']}) not in run_events: {exc}"
+            # A failed commit may still have landed: the table decides next time.
+            self._ask_table = True
+            problem = f"{len(self._unsent)} trace lines (up to {self._seq}) wait for run_events: {exc}"
             log.warning("%s", problem)
             self.db_errors.append(problem)
+            return
+        self._unsent, self._ask_table = [], False
 
     def gate(self, result: GateResult) -> dict:
         return self.event("gate", result.gate, result.outcome, {"reason": result.reason, **result.metrics})
@@ -208,11 +231,18 @@ class TraceLog:
         return sum(1 for r in self.history if r.name == name)
 
 
-def _line_count(path: Path) -> int:
+def _read_lines(path: Path) -> list[dict]:
+    """The trace lines already in the file (a resumed trace); a torn last line is left out."""
     if not path.exists():
-        return 0
+        return []
+    lines = []
     with open(path, encoding="utf-8") as handle:
-        return sum(1 for line in handle if line.strip())
+        for text in handle:
+            try:
+                lines.append(json.loads(text))
+            except ValueError:
+                continue
+    return lines
 
 
 # -- the summary ------------------------------------------------------------------

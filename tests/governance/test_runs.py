@@ -4,6 +4,8 @@ trace (JSONL lines + run_events rows), the outcome tables and the views."""
 from __future__ import annotations
 
 import json
+import threading
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -94,6 +96,7 @@ def test_trace_writes_jsonl_lines_and_event_rows(lake, settings, trace_id):
     assert [(r["seq"], r["kind"], r["name"], r["status"]) for r in rows] == \
         [(e["seq"], e["kind"], e["name"], e["status"]) for e in lines]
     assert json.loads(rows[2]["detail"])["candidates"] == 30
+    assert [r["at"] for r in rows] == [datetime.fromisoformat(e["at"]) for e in lines]
     assert [(s.name, s.status) for s in trace.history] == [("search", "complete"), ("quality_filter", "failed")]
     assert trace.attempts("quality_filter") == 1 and not trace.db_errors
 
@@ -104,15 +107,81 @@ def test_a_resumed_trace_continues_its_numbering(settings, trace_id):
     assert [e["seq"] for e in lines_of(trace_path(settings, TASK, trace_id))] == [1, 2]
 
 
-def test_trace_survives_a_busy_catalog(lake, settings, trace_id, monkeypatch):
-    monkeypatch.setattr(settings, "lock_timeout", 0.3)
-    trace = TraceLog(settings, TASK, trace_id)
-    # Another command on the same lake holds the catalog meanwhile.
-    with open_catalog(Settings(home=settings.home), "someone else"):
-        trace.run("running")
-    assert len(lines_of(trace.path)) == 1
-    assert len(trace.db_errors) == 1 and "busy" in trace.db_errors[0]
+def event_rows(lake, trace_id: str) -> list[tuple]:
+    return lake.rows("SELECT seq, kind, name, status FROM run_events WHERE trace_id = ? ORDER BY seq", [trace_id])
+
+
+def as_rows(lines: list[dict]) -> list[tuple]:
+    return [(e["seq"], e["kind"], e["name"], e["status"]) for e in lines]
+
+
+def test_trace_lines_wait_while_another_command_holds_the_catalog(lake, settings, trace_id, hold_catalog):
+    quick = Settings(home=settings.home, lock_timeout=0.3)
+    trace = TraceLog(quick, TASK, trace_id)
+    holder = hold_catalog()  # another command on the same lake
+    trace.run("running")
+    trace.stage_done("search", "complete")
+    holder.release()
+    assert len(lines_of(trace.path)) == 2  # the file, the primary trace, has them at once
+    assert len(trace.db_errors) == 2 and "busy" in trace.db_errors[0]
     assert lake.count("run_events") == 0
+
+    trace.run("complete")  # the next line takes the waiting ones with it
+    assert event_rows(lake, trace_id) == as_rows(lines_of(trace.path)) == [
+        (1, "run", "run", "running"), (2, "stage", "search", "complete"), (3, "run", "run", "complete")]
+
+
+def test_the_last_line_is_sent_at_flush(lake, settings, trace_id, hold_catalog):
+    trace = TraceLog(Settings(home=settings.home, lock_timeout=0.3), TASK, trace_id)
+    holder = hold_catalog()
+    trace.run("complete")
+    holder.release()
+    trace.flush()
+    assert event_rows(lake, trace_id) == [(1, "run", "run", "complete")]
+
+
+def test_a_resumed_trace_sends_the_lines_its_rows_lack(lake, settings, trace_id, hold_catalog):
+    first = TraceLog(Settings(home=settings.home, lock_timeout=0.3), TASK, trace_id)
+    first.run("running")
+    holder = hold_catalog()
+    first.stage_done("plan", "complete")  # its process then died: the line is in the file only
+    holder.release()
+    TraceLog(settings, TASK, trace_id).run("running")
+    assert event_rows(lake, trace_id) == [(1, "run", "run", "running"), (2, "stage", "plan", "complete"),
+                                          (3, "run", "run", "running")]
+
+
+def test_a_trace_resumed_after_a_torn_line_starts_a_line_of_its_own(lake, settings, trace_id):
+    TraceLog(settings, TASK, trace_id).run("running")
+    path = trace_path(settings, TASK, trace_id)
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write('{"trace_id": "' + trace_id + '", "seq": 2, "ki')  # its process died mid-line
+    TraceLog(settings, TASK, trace_id).run("complete")
+    last = json.loads(path.read_text(encoding="utf-8").splitlines()[-1])
+    assert (last["seq"], last["status"]) == (2, "complete")
+    assert event_rows(lake, trace_id) == [(1, "run", "run", "running"), (2, "run", "run", "complete")]
+
+
+def test_many_runs_at_once_lose_no_trace_line(lake, settings):
+    """A server running twenty runs at once: every line of every trace is a row."""
+    quick = Settings(home=settings.home, lock_timeout=0.05)
+    traces = [TraceLog(quick, TASK, new_trace_id()) for _ in range(20)]
+
+    def run(trace: TraceLog) -> None:
+        trace.run("running")
+        for name in ("plan", "search", "consolidate", "report"):
+            with trace.stage(name):
+                pass
+        trace.run("complete")
+
+    threads = [threading.Thread(target=run, args=(trace,)) for trace in traces]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(300)
+    for trace in traces:
+        assert event_rows(lake, trace.trace_id) == as_rows(lines_of(trace.path))
+        assert len(lines_of(trace.path)) == 10 and trace.db_errors == []
 
 
 def test_trace_refuses_ids_that_are_not_path_safe(settings):
