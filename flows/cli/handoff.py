@@ -60,7 +60,7 @@ def follow_in_terminal(config: Settings, task_id: str, run_id: str, server_pid: 
     """Draw the run's events as the local terminal view does, until its last
     event (or until the server running it is gone)."""
     from flows.cli.console import TerminalObserver
-    from tasks.progress.handoff import alive
+    from tasks.common.processes import alive
     from tasks.lake.files import run_logs_root
     from tasks.progress.events import events_path, parse_line
     path = events_path(run_logs_root(config), task_id, run_id)

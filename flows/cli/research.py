@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
@@ -219,6 +220,7 @@ def serve(
     except ServeError as exc:
         raise UserError(str(exc)) from None
     launcher.warm_up()
+    threading.Thread(target=_end_dead_runs, args=(config,), name="dead runs", daemon=True).start()
     if idle_minutes is not None:
         server.stop_when_idle(idle_minutes * 60, launcher.last_run_ended)
     # uvicorn re-raises a caught SIGTERM once it has shut down: make that end
@@ -242,3 +244,19 @@ def serve(
 
 def _interrupt(signum, frame) -> None:
     raise KeyboardInterrupt
+
+
+def _end_dead_runs(config) -> None:
+    """Runs a server killed before they ended (kill -9, a crash) are marked
+    interrupted when the next one starts, in the background: the page is up meanwhile."""
+    from flows.run_view import end_dead_runs
+    from tasks.common.redaction import redact
+    from tasks.lake.catalog import CatalogBusy, CatalogError, CatalogUnavailable
+    try:
+        closed = end_dead_runs(config)
+    except (CatalogBusy, CatalogUnavailable, CatalogError) as exc:
+        err.print(f"could not look for interrupted runs: {redact(str(exc).splitlines()[0])}", markup=False,
+                  highlight=False)
+        return
+    for run in closed:
+        err.print(f"run {run.trace_id} of {run.task_id}: {run.error}", markup=False, highlight=False)

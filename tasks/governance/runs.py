@@ -31,6 +31,7 @@ from typing import Any
 
 from schemas.bundle import check_identifier
 from schemas.governance import Budget, Drop, GateResult, Policy, Publisher, StageRecord
+from tasks.common.processes import ProcessIdentity
 from tasks.lake.catalog import Catalog, CatalogBusy, CatalogError, open_catalog
 from tasks.common.settings import Settings
 from tasks.lake.files import Lake, LakeWrite, end_torn_line, run_logs_root
@@ -41,6 +42,7 @@ log = logging.getLogger(__name__)
 TRACE_FILE = "trace.jsonl"
 OUTPUT_FILE = "output.json"
 FINAL_STATUSES = ("complete", "failed", "timed_out")
+INTERRUPTED = "interrupted"  # its process ended before it did (killed, crashed, the machine stopped)
 EVENT_KINDS = ("stage", "gate", "run")
 
 
@@ -59,12 +61,16 @@ def _json(value: Any) -> str:
 # -- start and finish -----------------------------------------------------------
 
 def start_run(settings: Settings, trace_id: str, task_id: str, question: str, demand_id: str | None,
-              policy_source: str, budget: Budget, policy: Policy | None = None) -> None:
-    """The `runs` row of a run that begins (status 'running'); a retry of the
-    same trace changes nothing."""
+              policy_source: str, budget: Budget, policy: Policy | None = None,
+              process: ProcessIdentity | None = None) -> None:
+    """The `runs` row of a run that begins (status 'running'), with the
+    process that runs it (this one unless told); a retry of the same trace
+    changes nothing."""
+    process = process or ProcessIdentity.current()
     with open_catalog(settings, "governed run: start") as catalog:
         catalog.run("run_start", [trace_id, task_id, question, demand_id, policy_source, _json(budget.to_dict()),
-                                  _json(policy.to_dict()) if policy else None, trace_id])
+                                  _json(policy.to_dict()) if policy else None, process.host, process.pid,
+                                  process.started, trace_id])
 
 
 def finish_run(settings: Settings, trace_id: str, status: str, *, candidate_count: int = 0,
@@ -79,6 +85,33 @@ def finish_run(settings: Settings, trace_id: str, status: str, *, candidate_coun
         catalog.run("run_finish", [status, candidate_count, filtered_count, publisher_count,
                                    round(float(elapsed_seconds), 3), _json(history), _json(dict(outputs or {})),
                                    error, trace_id])
+
+
+@dataclass(frozen=True)
+class InterruptedRun:
+    trace_id: str
+    task_id: str
+    error: str
+
+
+def close_dead_runs(settings: Settings) -> list[InterruptedRun]:
+    """Mark 'interrupted' the runs still 'running' whose process has ended
+    (kill -9, a crash, a restart): nothing else would ever end them. Only
+    runs of this host can be judged. Returns the runs it closed, so that
+    their logs can be ended too."""
+    def close(catalog: Catalog) -> list[InterruptedRun]:
+        closed = []
+        for trace_id, task_id, pid, process_started in catalog.rows("run_running_on_host", [here.host]):
+            process = ProcessIdentity(here.host, pid, process_started)
+            if process.ended():
+                error = f"interrupted: the process that ran it ({process.describe()}) ended before the run did"
+                catalog.run("run_interrupt", [error, trace_id])
+                closed.append(InterruptedRun(trace_id, task_id, error))
+        return closed
+
+    here = ProcessIdentity.current()
+    with open_catalog(settings, "governed run: close dead runs") as catalog:
+        return catalog.transaction(close)
 
 
 # -- the outcome ------------------------------------------------------------------

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
+from tasks.common.processes import alive
 from tasks.common.settings import Settings
 
 RECORD = "serve.json"
@@ -79,13 +80,3 @@ def remove_record(settings: Settings, pid: int) -> None:
     record = ServeRecord.read(settings)
     if record is None or record.pid == pid:
         record_path(settings).unlink(missing_ok=True)
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -4,6 +4,11 @@ trace (JSONL lines + run_events rows), the outcome tables and the views."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import socket
+import subprocess
+import sys
 import threading
 from datetime import datetime
 from pathlib import Path
@@ -15,8 +20,9 @@ from tasks.lake.catalog import open_catalog
 from tasks.common.settings import Settings
 from tasks.governance.gates import build_output
 from tasks.governance.filters import Candidate, aggregate_publishers
-from tasks.governance.runs import (RunSummary, TraceLog, finish_run, new_trace_id, record_outcome, start_run,
-                        trace_path)
+from tasks.common.processes import ProcessIdentity
+from tasks.governance.runs import (RunSummary, TraceLog, close_dead_runs, finish_run, new_trace_id, record_outcome,
+                                   start_run, trace_path)
 
 TASK = "t1"
 
@@ -252,3 +258,73 @@ def test_a_report_rebuild_covers_the_latest_complete_runs_selection(settings):
     finish_run(settings, failed, "failed")
     with open_catalog(settings) as catalog:
         assert selected_source_ids(catalog, TASK) == ["s1", "s2"]
+
+
+# -- runs whose process died ---------------------------------------------------------
+
+# Starts a run, traces its first line, and dies as `kill -9` would have it die.
+DYING_RUN = """
+import os, signal, sys
+from schemas.governance import Budget
+from tasks.common.settings import Settings
+from tasks.governance.runs import TraceLog, start_run
+settings = Settings()
+start_run(settings, sys.argv[1], "t1", "Why?", None, "default", Budget())
+TraceLog(settings, "t1", sys.argv[1]).run("running")
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def status_of(lake, trace_id: str) -> dict:
+    (row,) = lake.dicts("SELECT status, error, finished_at, host, pid FROM runs WHERE trace_id = ?", [trace_id])
+    return row
+
+
+def test_a_run_whose_process_was_killed_is_marked_interrupted(cli, lake, settings, trace_id):
+    dying = subprocess.Popen([sys.executable, "-c", DYING_RUN, trace_id], cwd=cli.cwd, env=cli.env(),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _, stderr = dying.communicate(timeout=120)
+    assert dying.returncode == -signal.SIGKILL, stderr
+    before = status_of(lake, trace_id)
+    assert (before["status"], before["pid"], before["host"]) == ("running", dying.pid, socket.gethostname())
+
+    (closed,) = close_dead_runs(settings)
+    assert (closed.trace_id, closed.task_id) == (trace_id, TASK)
+    after = status_of(lake, trace_id)
+    assert after["status"] == "interrupted" and after["finished_at"] is not None
+    assert after["error"] == closed.error == (f"interrupted: the process that ran it (pid {dying.pid} on "
+                                              f"{socket.gethostname()}) ended before the run did")
+    assert close_dead_runs(settings) == []  # closed once
+    assert RunSummary.load(settings, trace_id).exit_code == 1
+
+
+def test_a_run_of_a_living_process_is_left_running(lake, settings, trace_id):
+    start_run(settings, trace_id, TASK, "Why?", None, "default", Budget())
+    assert close_dead_runs(settings) == []
+    assert status_of(lake, trace_id)["status"] == "running"
+
+
+def test_a_reused_pid_does_not_keep_a_dead_run_running(lake, settings, trace_id):
+    # the pid runs again, but another process: the one that started the run ended
+    here = ProcessIdentity.current()
+    start_run(settings, trace_id, TASK, "Why?", None, "default", Budget(),
+              process=ProcessIdentity(here.host, here.pid, "started at another time"))
+    assert [run.trace_id for run in close_dead_runs(settings)] == [trace_id]
+    assert status_of(lake, trace_id)["status"] == "interrupted"
+
+
+def test_a_run_on_another_host_is_left_to_that_host(lake, settings, trace_id):
+    start_run(settings, trace_id, TASK, "Why?", None, "default", Budget(),
+              process=ProcessIdentity("another-host.example", 1, None))
+    assert close_dead_runs(settings) == []
+    assert status_of(lake, trace_id)["status"] == "running"
+
+
+def test_a_catalog_made_before_runs_recorded_their_process_gains_the_columns(lake, settings, trace_id):
+    with open_catalog(settings) as catalog:  # as such a catalog was: no columns, an older schema fingerprint
+        for column in ("host", "pid", "process_started"):
+            catalog.con.execute(f"ALTER TABLE run_log DROP COLUMN {column}")
+        catalog.con.execute("UPDATE searchlake_schema SET fingerprint = 'older'")
+    start_run(settings, trace_id, TASK, "Why?", None, "default", Budget())
+    assert status_of(lake, trace_id)["pid"] == os.getpid()
+
