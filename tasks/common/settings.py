@@ -108,8 +108,8 @@ class Settings(BaseSettings):
                                       description="`serve` refuses a request body larger than this (413)")
     serve_token: SecretStr | None = Field(default=None, description=(
         "Every request to `serve` must carry it; needed to serve beyond the loopback"))
-    serve_allowed_hosts: Annotated[list[str], NoDecode] = Field(
-        default=["127.0.0.1", "localhost"], description="Host names `serve` answers to (comma list)")
+    serve_allowed_hosts: Annotated[list[str], NoDecode] = Field(default=[], description=(
+        "Host names `serve` answers to besides the loopback ones and its address (comma list)"))
     serve_libraries: Annotated[list[Path], NoDecode] = Field(default=[], description=(
         f"Library folders the page may search besides SEARCHLAKE_LIBRARY ('{os.pathsep}' between them)"))
 

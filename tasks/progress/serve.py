@@ -120,10 +120,15 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost"})
+
+
 def allowed_hosts_for(host: str, configured: list[str]) -> list[str]:
-    """The host names requests may be addressed to: the configured ones, and
-    the address the server is bound to (unless that is every address)."""
-    return sorted(set(configured) | (set() if _is_wildcard(host) else {host}))
+    """The host names requests may be addressed to: the loopback names (no
+    other site's name can be them, and this machine's commands use them),
+    the configured ones, and the address the server is bound to (unless
+    that is every address)."""
+    return sorted(LOOPBACK_NAMES | set(configured) | (set() if _is_wildcard(host) else {host}))
 
 
 class Activity:
