@@ -24,7 +24,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from flows.research_tasks import (candidates_task, coarse_filter_task, consolidate_task, extend_plan_task,
                                   hard_filter_task, landed_task, plan_task, policy_task,
                                   prepare_task, quality_filter_task, report_research_task, search_task)
-from flows.run_view import RunView
+from flows.run_view import RunView, end_dead_runs
 from schemas.plan import ResearchPlan
 from tasks.common.settings import research_settings
 from tasks.governance.gates import (build_output, filter_sufficiency, output_check, search_completeness, threshold,
@@ -61,6 +61,7 @@ def research_flow(question: str, task_id: str | None = None, library: str | None
     task_id = task_id or new_task_id(question)
     trace_id = flow_run.get_id() or uuid.uuid4().hex
     policy, policy_source = policy_task(demand_id, settings)
+    end_dead_runs(settings)  # runs whose process died end as interrupted first (a resumed one among them)
     view = RunView(settings, task_id, trace_id)
     start_run(settings, trace_id, task_id, question, demand_id, policy_source, budget, policy)
     view.begin(run_plan_lines(trace_id, task_id, question, names, target, budget, policy, policy_source))

@@ -10,8 +10,9 @@ from typing import Iterator
 from flows import observer
 from schemas.governance import GateResult
 from tasks.common.settings import Settings
-from tasks.progress.events import EventLog, ProgressTracker
-from tasks.governance.runs import TraceLog
+from tasks.governance.runs import INTERRUPTED, InterruptedRun, TraceLog, close_dead_runs
+from tasks.lake.files import run_logs_root
+from tasks.progress.events import EventLog, ProgressTracker, end_log, events_path
 
 # (stepType, weight, label) of the progress bar a UI follows
 STEPS = [("plan", 0.05, "planning queries"), ("index", 0.05, "indexing the library"),
@@ -73,10 +74,25 @@ class RunView:
 
     def finish(self, result: dict) -> None:
         self.trace.run("complete", result)
+        self.trace.flush()  # lines that waited for a busy catalog: the run has no next line to take them
         self.progress.finish(result)
         self.events.close()
 
     def fail(self, status: str, error: str) -> None:
         self.trace.run(status, {"error": error})
+        self.trace.flush()
         self.progress.fail(error)
         self.events.close()
+
+
+def end_dead_runs(settings: Settings) -> list[InterruptedRun]:
+    """Close the runs whose process died (tasks.governance.runs.close_dead_runs)
+    and end what watches them: the trace gets its last line (and sends the
+    rows it lacked), the progress events their final error, so that a page
+    following the run stops."""
+    closed = close_dead_runs(settings)
+    for run in closed:
+        TraceLog(settings, run.task_id, run.trace_id).run(INTERRUPTED, {"error": run.error})
+        end_log(events_path(run_logs_root(settings), run.task_id, run.trace_id), run.error)
+    return closed
+

@@ -1,2 +1,5 @@
+-- Trace lines of a run, one list element per row (lists zip).
+-- ?: trace_id, task_id, seqs, ats, kinds, names, statuses, details
 INSERT INTO run_event_log (trace_id, task_id, seq, "at", kind, name, status, detail)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?);
+SELECT ?, ?, unnest(?::INTEGER[]), unnest(?::TIMESTAMPTZ[]), unnest(?::VARCHAR[]), unnest(?::VARCHAR[]),
+       unnest(?::VARCHAR[]), unnest(?::VARCHAR[]);

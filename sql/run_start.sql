@@ -1,5 +1,7 @@
 -- A governed run begins; a retried start of the same trace inserts nothing.
--- ?: trace_id, task_id, question, demand_id, policy_source, budget, policy, trace_id
-INSERT INTO run_log (trace_id, task_id, question, demand_id, policy_source, status, budget, policy, started_at)
-SELECT ?, ?, ?, ?, ?, 'running', ?, ?, now()
+-- ?: trace_id, task_id, question, demand_id, policy_source, budget, policy,
+--    host, pid, process_started (the process running it), trace_id
+INSERT INTO run_log (trace_id, task_id, question, demand_id, policy_source, status, budget, policy, started_at,
+                     host, pid, process_started)
+SELECT ?, ?, ?, ?, ?, 'running', ?, ?, now(), ?, ?, ?
 WHERE NOT EXISTS (SELECT 1 FROM run_log WHERE trace_id = ?);

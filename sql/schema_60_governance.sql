@@ -27,7 +27,7 @@ CREATE TABLE IF NOT EXISTS run_log (
     question        VARCHAR NOT NULL,
     demand_id       VARCHAR,
     policy_source   VARCHAR,              -- db | default | default(fallback)
-    status          VARCHAR NOT NULL,     -- running | complete | failed | timed_out
+    status          VARCHAR NOT NULL,     -- running | complete | failed | timed_out | interrupted
     candidate_count INTEGER,
     filtered_count  INTEGER,
     publisher_count INTEGER,
@@ -40,6 +40,12 @@ CREATE TABLE IF NOT EXISTS run_log (
     started_at      TIMESTAMPTZ NOT NULL,
     finished_at     TIMESTAMPTZ
 );
+-- The process that runs it, so that a later process can tell it died
+-- (status 'interrupted'; see tasks/governance/runs.py, close_dead_runs). Added
+-- to catalogs made before them; runs recorded before them have none.
+ALTER TABLE run_log ADD COLUMN IF NOT EXISTS host VARCHAR;
+ALTER TABLE run_log ADD COLUMN IF NOT EXISTS pid INTEGER;
+ALTER TABLE run_log ADD COLUMN IF NOT EXISTS process_started VARCHAR;  -- when the pid's process started
 
 -- Every stage/gate/run event, as also appended to the run's trace.jsonl.
 CREATE TABLE IF NOT EXISTS run_event_log (

@@ -319,3 +319,52 @@ def release_blocked_reader(fifo: Path) -> None:
         os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
     except OSError:
         pass
+
+
+# -- another process holding the catalog -----------------------------------------
+
+# Opens the catalog like any command would, says so, and keeps it open until
+# its stdin closes: the test decides when it lets go, whatever the machine's load.
+HOLDER = """
+import sys
+from tasks.lake.catalog import open_catalog
+from tasks.common.settings import Settings
+with open_catalog(Settings(), "test-holder"):
+    print("holding", flush=True)
+    sys.stdin.read()
+"""
+
+
+class Holder:
+    def __init__(self, cli):
+        self.proc = subprocess.Popen([sys.executable, "-c", HOLDER], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     cwd=cli.cwd, env=cli.env())
+        assert self.proc.stdout.readline().strip() == "holding", self.proc.stderr.read()
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def release(self) -> None:
+        self.proc.stdin.close()
+        assert self.proc.wait(timeout=30) == 0
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
+@pytest.fixture
+def hold_catalog(cli):
+    """Start a process that holds the catalog lock until released or killed."""
+    started: list[Holder] = []
+
+    def hold() -> Holder:
+        started.append(Holder(cli))
+        return started[-1]
+
+    yield hold
+    for holder in started:
+        holder.kill()

@@ -41,7 +41,7 @@ def server_for(config: Settings) -> ServeRecord | None:
 def answers(record: ServeRecord) -> bool:
     import httpx
     try:
-        return httpx.get(f"{record.url}/health", timeout=HEALTH_TIMEOUT).status_code == 200
+        return httpx.get(f"{record.url}/health", headers=record.headers, timeout=HEALTH_TIMEOUT).status_code == 200
     except httpx.HTTPError:
         return False
 

@@ -23,11 +23,13 @@ def hand_off(config: Settings, question: str, options: dict, budget) -> str | No
     if record is None:
         return None
     import httpx
-    body = {"question": question, **options, "fingerprint": fingerprint(config),
-            "budget": {"timeout": budget.timeout_seconds, "max_target_count": budget.max_target_count,
-                       "max_fallback_rounds": budget.max_fallback_rounds}}
+    from schemas.serve import BudgetRequest, ResearchRequest
+    body = ResearchRequest(question=question, **options, fingerprint=fingerprint(config),
+                           budget=BudgetRequest(timeout=budget.timeout_seconds, max_target_count=budget.max_target_count,
+                                                max_fallback_rounds=budget.max_fallback_rounds))
     try:
-        response = httpx.post(f"{record.url}/api/research", json=body,
+        response = httpx.post(f"{record.url}/api/research", content=body.model_dump_json(),
+                              headers={"content-type": "application/json", **record.headers},
                               timeout=httpx.Timeout(HANDOFF_TIMEOUT, connect=2.0))
     except httpx.HTTPError:
         return None  # not answering: run here
@@ -37,20 +39,28 @@ def hand_off(config: Settings, question: str, options: dict, budget) -> str | No
         return None
     if response.status_code in (404, 405):
         return None  # an older or a read-only server: run here
-    doc = response.json()
     if response.status_code != 200:
-        raise UserError(doc.get("error", f"the server at {record.url} refused the run"))
+        raise UserError(_refusal(response, record.url))
+    doc = response.json()
     err.print(f"running in searchlake serve at {record.url} (watch it at {record.url}/tasks/{doc['task_id']}/runs/"
               f"{doc['run_id']})", markup=False, highlight=False)
     follow_in_terminal(config, doc["task_id"], doc["run_id"], record.pid)
     return doc["run_id"]
 
 
+def _refusal(response, url: str) -> str:
+    """Why the server refused the run: its one-line error, whatever the body."""
+    try:
+        return str(response.json()["error"])
+    except (ValueError, KeyError, TypeError):
+        return f"the searchlake serve at {url} refused the run (HTTP {response.status_code})"
+
+
 def follow_in_terminal(config: Settings, task_id: str, run_id: str, server_pid: int) -> None:
     """Draw the run's events as the local terminal view does, until its last
     event (or until the server running it is gone)."""
     from flows.cli.console import TerminalObserver
-    from tasks.progress.handoff import alive
+    from tasks.common.processes import alive
     from tasks.lake.files import run_logs_root
     from tasks.progress.events import events_path, parse_line
     path = events_path(run_logs_root(config), task_id, run_id)

@@ -144,7 +144,7 @@ def main() -> None:
         _fail(str(exc.args[0]) if exc.args else str(exc))
     except ValidationError as exc:
         first = exc.errors()[0]
-        _fail(f"invalid setting {'.'.join(map(str, first['loc']))}: {first['msg']}")
+        _fail(f"invalid setting {'.'.join(map(str, first['loc']))}: {first['msg'].removeprefix('Value error, ')}")
     except (CatalogError, OSError) as exc:
         if not is_disk_full(exc):
             if isinstance(exc, OSError):

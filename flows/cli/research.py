@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
@@ -230,23 +231,25 @@ def serve(
     """Serve the web page (ask, watch, read) and the progress-event stream;
     `searchlake research` runs in this server while it is up."""
     from flows.launcher import ResearchLauncher
-    from tasks.progress.handoff import ServeRecord, fingerprint, remove_record
+    from tasks.progress.handoff import ServeRecord, fingerprint, new_key, remove_record
     from tasks.progress.serve import ServeError, make_server
     if idle_minutes is not None and not idle_minutes > 0:
         raise UserError(f"--idle-minutes must be more than 0, not {idle_minutes:g}")
     config = settings()
     launcher = ResearchLauncher(config)
+    key = new_key()
     try:
-        server = make_server(config, host, port, launcher)
+        server = make_server(config, host, port, launcher, owner_key=key)
     except ServeError as exc:
         raise UserError(str(exc)) from None
     launcher.warm_up()
+    threading.Thread(target=_end_dead_runs, args=(config,), name="dead runs", daemon=True).start()
     if idle_minutes is not None:
         server.stop_when_idle(idle_minutes * 60, launcher.last_run_ended)
     # uvicorn re-raises a caught SIGTERM once it has shut down: make that end
     # like Ctrl-C, so the record below is removed
     signal.signal(signal.SIGTERM, _interrupt)
-    ServeRecord(server.url, os.getpid(), fingerprint(config)).write(config)
+    ServeRecord(server.url, os.getpid(), fingerprint(config), key).write(config)
     stops = f"stops after {idle_minutes:g} min idle or on Ctrl-C" if idle_minutes else "Ctrl-C stops it"
     err.print(f"searchlake on {server.url}/  (lake {config.lake_root}; pid {os.getpid()}; {stops})",
               markup=False, highlight=False)
@@ -264,3 +267,19 @@ def serve(
 
 def _interrupt(signum, frame) -> None:
     raise KeyboardInterrupt
+
+
+def _end_dead_runs(config) -> None:
+    """Runs a server killed before they ended (kill -9, a crash) are marked
+    interrupted when the next one starts, in the background: the page is up meanwhile."""
+    from flows.run_view import end_dead_runs
+    from tasks.common.redaction import redact
+    from tasks.lake.catalog import CatalogBusy, CatalogError, CatalogUnavailable
+    try:
+        closed = end_dead_runs(config)
+    except (CatalogBusy, CatalogUnavailable, CatalogError) as exc:
+        err.print(f"could not look for interrupted runs: {redact(str(exc).splitlines()[0])}", markup=False,
+                  highlight=False)
+        return
+    for run in closed:
+        err.print(f"run {run.trace_id} of {run.task_id}: {run.error}", markup=False, highlight=False)

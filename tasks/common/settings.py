@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from schemas.bundle import MAX_CONTENT_CHARS
 from schemas.governance import BUDGET_VARIABLES, Budget
@@ -20,6 +21,8 @@ from tasks.common.redaction import connection_string_passwords, redact, register
 URL_FIELDS = ("searxng_url", "llm_base_url", "openrouter_base_url", "lake")
 # DuckLake metadata connection strings that name a database server, not a file.
 _CATALOG_SERVER = re.compile(r"^(postgres|mysql):", re.IGNORECASE)
+# Shorter tokens could be guessed by trying: the login form does not slow anyone down.
+MIN_SERVE_TOKEN = 16
 
 
 class Settings(BaseSettings):
@@ -96,12 +99,38 @@ class Settings(BaseSettings):
     ask_timeout: float = Field(default=60.0, gt=0, description="Seconds per OpenRouter request")
     ask_retry_after_max: float = Field(default=10.0, ge=0, description="Cap on a Retry-After wait, seconds")
 
-    # `searchlake serve`: the progress-event stream (no auth: loopback by default)
+    # `searchlake serve`: the page and the progress-event stream, on the loopback unless told otherwise
     serve_host: str = "127.0.0.1"
     serve_port: int = Field(default=8765, ge=0, le=65535)
     autoserve: bool = Field(default=True, description="`research` starts a background `serve` to run in")
     serve_idle_minutes: float = Field(default=15.0, gt=0,
                                       description="A background `serve` stops after this long with nothing to do")
+    serve_max_body_bytes: int = Field(default=1_000_000, ge=1024,
+                                      description="`serve` refuses a request body larger than this (413)")
+    serve_token: SecretStr | None = Field(default=None, description=(
+        "Every request to `serve` must carry it; needed to serve beyond the loopback"))
+    serve_allowed_hosts: Annotated[list[str], NoDecode] = Field(default=[], description=(
+        "Host names `serve` answers to besides the loopback ones and its address (comma list)"))
+    serve_libraries: Annotated[list[Path], NoDecode] = Field(default=[], description=(
+        f"Library folders the page may search besides SEARCHLAKE_LIBRARY ('{os.pathsep}' between them)"))
+
+    @field_validator("serve_token")
+    @classmethod
+    def _token_long_enough(cls, token: SecretStr | None) -> SecretStr | None:
+        if token is not None and len(token.get_secret_value()) < MIN_SERVE_TOKEN:
+            raise ValueError(f"must be at least {MIN_SERVE_TOKEN} characters, e.g. from "
+                             "python3 -c 'import secrets; print(secrets.token_urlsafe(32))'")
+        return token
+
+    @field_validator("serve_allowed_hosts", mode="before")
+    @classmethod
+    def _comma_list(cls, value: Any) -> Any:
+        return [part.strip() for part in value.split(",") if part.strip()] if isinstance(value, str) else value
+
+    @field_validator("serve_libraries", mode="before")
+    @classmethod
+    def _path_list(cls, value: Any) -> Any:
+        return [part for part in value.split(os.pathsep) if part.strip()] if isinstance(value, str) else value
 
     def budget(self, overrides: Mapping[str, Any] | None = None,
                option_names: Mapping[str, str] | None = None) -> Budget:

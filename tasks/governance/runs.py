@@ -31,10 +31,10 @@ from typing import Any
 
 from schemas.bundle import check_identifier
 from schemas.governance import Budget, Drop, GateResult, Policy, Publisher, StageRecord
+from tasks.common.processes import ProcessIdentity
 from tasks.lake.catalog import Catalog, CatalogBusy, CatalogError, open_catalog
 from tasks.common.settings import Settings
-from tasks.lake.files import run_logs_root
-from tasks.lake.files import Lake, LakeWrite
+from tasks.lake.files import Lake, LakeWrite, end_torn_line, run_logs_root
 from tasks.governance.filters import Candidate
 
 log = logging.getLogger(__name__)
@@ -42,6 +42,7 @@ log = logging.getLogger(__name__)
 TRACE_FILE = "trace.jsonl"
 OUTPUT_FILE = "output.json"
 FINAL_STATUSES = ("complete", "failed", "timed_out")
+INTERRUPTED = "interrupted"  # its process ended before it did (killed, crashed, the machine stopped)
 EVENT_KINDS = ("stage", "gate", "run")
 
 
@@ -60,12 +61,16 @@ def _json(value: Any) -> str:
 # -- start and finish -----------------------------------------------------------
 
 def start_run(settings: Settings, trace_id: str, task_id: str, question: str, demand_id: str | None,
-              policy_source: str, budget: Budget, policy: Policy | None = None) -> None:
-    """The `runs` row of a run that begins (status 'running'); a retry of the
-    same trace changes nothing."""
+              policy_source: str, budget: Budget, policy: Policy | None = None,
+              process: ProcessIdentity | None = None) -> None:
+    """The `runs` row of a run that begins (status 'running'), with the
+    process that runs it (this one unless told); a retry of the same trace
+    changes nothing."""
+    process = process or ProcessIdentity.current()
     with open_catalog(settings, "governed run: start") as catalog:
         catalog.run("run_start", [trace_id, task_id, question, demand_id, policy_source, _json(budget.to_dict()),
-                                  _json(policy.to_dict()) if policy else None, trace_id])
+                                  _json(policy.to_dict()) if policy else None, process.host, process.pid,
+                                  process.started, trace_id])
 
 
 def finish_run(settings: Settings, trace_id: str, status: str, *, candidate_count: int = 0,
@@ -80,6 +85,33 @@ def finish_run(settings: Settings, trace_id: str, status: str, *, candidate_coun
         catalog.run("run_finish", [status, candidate_count, filtered_count, publisher_count,
                                    round(float(elapsed_seconds), 3), _json(history), _json(dict(outputs or {})),
                                    error, trace_id])
+
+
+@dataclass(frozen=True)
+class InterruptedRun:
+    trace_id: str
+    task_id: str
+    error: str
+
+
+def close_dead_runs(settings: Settings) -> list[InterruptedRun]:
+    """Mark 'interrupted' the runs still 'running' whose process has ended
+    (kill -9, a crash, a restart): nothing else would ever end them. Only
+    runs of this host can be judged. Returns the runs it closed, so that
+    their logs can be ended too."""
+    def close(catalog: Catalog) -> list[InterruptedRun]:
+        closed = []
+        for trace_id, task_id, pid, process_started in catalog.rows("run_running_on_host", [here.host]):
+            process = ProcessIdentity(here.host, pid, process_started)
+            if process.ended():
+                error = f"interrupted: the process that ran it ({process.describe()}) ended before the run did"
+                catalog.run("run_interrupt", [error, trace_id])
+                closed.append(InterruptedRun(trace_id, task_id, error))
+        return closed
+
+    here = ProcessIdentity.current()
+    with open_catalog(settings, "governed run: close dead runs") as catalog:
+        return catalog.transaction(close)
 
 
 # -- the outcome ------------------------------------------------------------------
@@ -130,9 +162,12 @@ def trace_path(settings: Settings, task_id: str, trace_id: str) -> Path:
 class TraceLog:
     """Appends one flushed JSONL line per stage/gate/run event to the run's
     trace.jsonl and inserts the same event as a run_events row. The file is
-    the primary trace: a catalog that is busy or failing costs the row (the
-    problem is logged and kept in `db_errors`), never the run. Stage events
-    also build the run's stage history (`history`)."""
+    the primary trace: a catalog that is busy (another command holds it past
+    SEARCHLAKE_LOCK_TIMEOUT) or failing costs the run nothing; its lines wait
+    (the problem is logged and kept in `db_errors`) and go in with the next
+    line, or at `flush()`. A trace resumed later first sends the lines of its
+    file that its rows lack. Stage events also build the run's stage
+    history (`history`)."""
 
     def __init__(self, settings: Settings, task_id: str, trace_id: str):
         self.settings = settings
@@ -143,32 +178,53 @@ class TraceLog:
         self.history: list[StageRecord] = []
         self.db_errors: list[str] = []
         self._lock = threading.Lock()  # stages may report from worker threads
+        # Lines not yet known to be rows: a resumed trace's file may hold some
+        # (its process could not send them), so the table is asked first.
+        end_torn_line(self.path)
+        self._unsent = _read_lines(self.path)
+        self._ask_table = bool(self._unsent)
         # A resumed trace continues its numbering after the lines already there.
-        self._seq = _line_count(self.path)
+        self._seq = len(self._unsent)
 
     def event(self, kind: str, name: str, status: str, detail: Mapping[str, Any] | None = None) -> dict:
         if kind not in EVENT_KINDS:
             raise ValueError(f"event kind {kind!r} is not one of {', '.join(EVENT_KINDS)}")
         with self._lock:
             self._seq += 1
-            at = _now()
-            line = {"trace_id": self.trace_id, "task_id": self.task_id, "seq": self._seq, "at": at.isoformat(),
+            line = {"trace_id": self.trace_id, "task_id": self.task_id, "seq": self._seq, "at": _now().isoformat(),
                     "kind": kind, "name": name, "status": status, "detail": dict(detail or {})}
             with open(self.path, "a", encoding="utf-8") as handle:
                 handle.write(_json(line) + "\n")
                 handle.flush()
-            self._insert(line, at)
+            self._unsent.append(line)
+            self._send()
         return line
 
-    def _insert(self, line: dict, at: datetime) -> None:
+    def flush(self) -> None:
+        """Send the lines that are not rows yet (a run's end calls it)."""
+        with self._lock:
+            if self._unsent:
+                self._send()
+
+    def _send(self) -> None:
         try:
             with open_catalog(self.settings, "governed run: trace") as catalog:
-                catalog.run("run_event_insert", [self.trace_id, self.task_id, line["seq"], at, line["kind"],
-                                                 line["name"], line["status"], _json(line["detail"])])
+                if self._ask_table:
+                    sent = {seq for (seq,) in catalog.rows("run_event_seqs", [self.trace_id])}
+                    self._unsent = [line for line in self._unsent if line["seq"] not in sent]
+                lines = self._unsent
+                catalog.run("run_event_insert", [self.trace_id, self.task_id, [e["seq"] for e in lines],
+                                                 [e["at"] for e in lines], [e["kind"] for e in lines],
+                                                 [e["name"] for e in lines], [e["status"] for e in lines],
+                                                 [_json(e["detail"]) for e in lines]])
         except (CatalogBusy, CatalogError) as exc:
-            problem = f"event {line['seq']} ({line['kind']} {line['name']}) not in run_events: {exc}"
+            # A failed commit may still have landed: the table decides next time.
+            self._ask_table = True
+            problem = f"{len(self._unsent)} trace lines (up to {self._seq}) wait for run_events: {exc}"
             log.warning("%s", problem)
             self.db_errors.append(problem)
+            return
+        self._unsent, self._ask_table = [], False
 
     def gate(self, result: GateResult) -> dict:
         return self.event("gate", result.gate, result.outcome, {"reason": result.reason, **result.metrics})
@@ -208,11 +264,18 @@ class TraceLog:
         return sum(1 for r in self.history if r.name == name)
 
 
-def _line_count(path: Path) -> int:
+def _read_lines(path: Path) -> list[dict]:
+    """The trace lines already in the file (a resumed trace); a torn last line is left out."""
     if not path.exists():
-        return 0
+        return []
+    lines = []
     with open(path, encoding="utf-8") as handle:
-        return sum(1 for line in handle if line.strip())
+        for text in handle:
+            try:
+                lines.append(json.loads(text))
+            except ValueError:
+                continue
+    return lines
 
 
 # -- the summary ------------------------------------------------------------------

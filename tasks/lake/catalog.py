@@ -9,7 +9,9 @@ by the engine.
 
 The embedded catalog file admits one process at a time, so sessions on it
 also hold a file lock: a second searchlake command waits up to
-`SEARCHLAKE_LOCK_TIMEOUT` seconds and then says the catalog is busy. A
+`SEARCHLAKE_LOCK_TIMEOUT` seconds and then says the catalog is busy. Threads
+of one process (a server's runs) take turns before that, as long as their
+turns take: a process is never busy against itself. A
 PostgreSQL catalog needs no lock: concurrent commits that conflict are
 retried (see Catalog.transaction).
 """
@@ -41,7 +43,6 @@ from tasks.lake.files import Lake, LakeWrite
 from tasks.lake.sqlfiles import sql, sql_group
 
 T = TypeVar("T")
-_HELD_HERE: set[str] = set()  # embedded catalogs a thread of this process holds
 ALIAS = "lake"
 TABLES_FOLDER = "tables/"
 # Whole units of work are re-run when a commit conflicts with another
@@ -373,14 +374,38 @@ def _embedded_lock(settings: Settings, purpose: str) -> Iterator[None]:
     path.parent.mkdir(parents=True, exist_ok=True)
     holder_file = path.with_name(path.name + ".holder")
     lock = FileLock(str(path) + ".lock")
-    _acquire(lock, holder_file, settings.lock_timeout)
-    _HELD_HERE.add(str(holder_file))
-    try:
-        holder_file.write_text(json.dumps({"pid": os.getpid(), "purpose": purpose, "since": time.time()}))
-        yield
-    finally:
-        _HELD_HERE.discard(str(holder_file))
-        lock.release()
+    with _turn_of_this_thread(os.path.realpath(lock.lock_file)):
+        _acquire(lock, holder_file, settings.lock_timeout)
+        try:
+            holder_file.write_text(json.dumps({"pid": os.getpid(), "purpose": purpose, "since": time.time()}))
+            yield
+        finally:
+            lock.release()
+
+
+_TURNS: dict[str, threading.Lock] = {}  # one per embedded catalog this process uses
+_TURNS_GUARD = threading.Lock()
+_HELD_BY_THREAD = threading.local()
+
+
+@contextmanager
+def _turn_of_this_thread(key: str) -> Iterator[None]:
+    """Threads of this process wait here for each other, without a time
+    limit: their sessions are short, and the file lock's timeout is for
+    other processes. A thread that already holds the catalog is refused at
+    once, since it would wait for itself forever."""
+    held: set[str] = _HELD_BY_THREAD.__dict__.setdefault("keys", set())
+    if key in held:
+        raise CatalogBusy(f"catalog {key.removesuffix('.lock')} is busy: this thread already holds it "
+                          "(a catalog session cannot open inside another)")
+    with _TURNS_GUARD:
+        turn = _TURNS.setdefault(key, threading.Lock())
+    with turn:
+        held.add(key)
+        try:
+            yield
+        finally:
+            held.discard(key)
 
 
 def _acquire(lock: FileLock, holder_file: Path, timeout: float) -> None:
@@ -390,8 +415,7 @@ def _acquire(lock: FileLock, holder_file: Path, timeout: float) -> None:
     except Timeout:
         pass
     holder = _read_holder(holder_file)
-    if str(holder_file) not in _HELD_HERE:  # threads of one run wait on each other silently
-        print(f"waiting for the catalog, held by {holder}", file=sys.stderr)
+    print(f"waiting for the catalog, held by {holder}", file=sys.stderr)
     try:
         lock.acquire(timeout=max(0.0, timeout - 0.2))
     except Timeout:

@@ -96,6 +96,20 @@ def run_logs_root(settings: Settings) -> Path:
     return Path(lake.root) if lake.is_local else Path(settings.home) / "events"
 
 
+def end_torn_line(path: Path) -> None:
+    """A run log whose writer died in the middle of a line gets that line
+    ended, so that the next line appended starts on a line of its own."""
+    try:
+        with open(path, "rb+") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            if size:
+                handle.seek(size - 1)
+                if handle.read(1) != b"\n":
+                    handle.write(b"\n")
+    except FileNotFoundError:
+        pass
+
+
 def _first_protocol(fs) -> str:
     protocol = fs.protocol
     return protocol[0] if isinstance(protocol, (tuple, list)) else protocol

@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 from schemas.bundle import check_identifier
 from schemas.events import PIPELINE, EventPayload, ProgressEvent
 from tasks.common.settings import Settings
-from tasks.lake.files import Lake, run_logs_root
+from tasks.lake.files import Lake, end_torn_line, run_logs_root
 
 EVENTS_FILE = "events.jsonl"
 
@@ -103,6 +103,19 @@ class EventLog:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def end_log(path: Path, error: str) -> None:
+    """End the log of a run that cannot end it itself (its process died)
+    with the run's error event, at the progress it reached, so that
+    followers stop. A log that already ended, or never began, stays as it is."""
+    events = read_events(path) if path.is_file() else []
+    if not events or events[-1].is_terminal:
+        return
+    end_torn_line(path)
+    with EventLog(path) as log:
+        log.emit(ProgressEvent(step_id=PIPELINE, step_type=PIPELINE, status="error", progress=events[-1].progress,
+                               label=events[0].label, payload=EventPayload(error=error)))
 
 
 def parse_line(line: str) -> ProgressEvent | None:

@@ -12,15 +12,16 @@ after the N-th event (a browser's EventSource sends it when it reconnects);
 `?follow=0` sends what is there and closes. Streams read the JSONL file only:
 the catalog is never held while a stream is open.
 
-Starlette (with sse-starlette for the stream) under uvicorn. There is no
-authentication, so it binds to 127.0.0.1 unless told otherwise, refuses
-requests whose Host is not the server's own (DNS rebinding) and form posts
-from other sites.
+Starlette (with sse-starlette for the stream) under uvicorn. It binds to
+127.0.0.1 unless told otherwise, and beyond the loopback only with
+SEARCHLAKE_SERVE_TOKEN set: every request must then carry the token. It
+answers only requests addressed to its allowed host names
+(SEARCHLAKE_SERVE_ALLOWED_HOSTS, DNS rebinding) and refuses form posts from
+other sites (tasks/progress/web/guards.py).
 """
 
 from __future__ import annotations
 
-import logging
 import socket
 import threading
 import time
@@ -36,12 +37,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from tasks.common.settings import Settings
+from tasks.common.settings import Settings, secret_value
 from tasks.lake.files import run_logs_root
 from tasks.progress.events import events_path, follow_events, list_runs
-from tasks.progress.web.app import Launcher, page_routes, protect
+from tasks.progress.web.app import Launcher, page_routes
+from tasks.progress.web.guards import Access, protect
 
-log = logging.getLogger(__name__)
 KEEPALIVE_SECONDS = 15.0
 POLL_SECONDS = 0.1
 
@@ -50,9 +51,13 @@ class ServeError(RuntimeError):
     """The server cannot start (bad port, address in use): one line for the user."""
 
 
-def build_app(settings: Settings, launcher: Launcher | None = None, *, poll: float = POLL_SECONDS,
-              keepalive: float = KEEPALIVE_SECONDS, allowed_hosts: list[str] | None = None) -> Starlette:
+def build_app(settings: Settings, launcher: Launcher | None = None, *, host: str | None = None,
+              owner_key: str | None = None, poll: float = POLL_SECONDS,
+              keepalive: float = KEEPALIVE_SECONDS) -> Starlette:
+    """The app of a server bound to `host`; `owner_key` is the key of its
+    record (tasks/progress/handoff.py), which its own user's commands carry."""
     root = run_logs_root(settings)
+    access = Access(secret_value(settings.serve_token), owner_key)
 
     def health(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok", "home": str(settings.home)})
@@ -79,8 +84,9 @@ def build_app(settings: Settings, launcher: Launcher | None = None, *, poll: flo
                                    headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
     routes = [Route("/health", health), Route("/runs", runs),
-              Route("/runs/{task_id}/{run_id}/events", events), *page_routes(settings, launcher)]
-    return protect(Starlette(routes=routes), allowed_hosts or ["127.0.0.1", "localhost"])
+              Route("/runs/{task_id}/{run_id}/events", events), *page_routes(settings, launcher, access)]
+    allowed_hosts = allowed_hosts_for(host or settings.serve_host, settings.serve_allowed_hosts)
+    return protect(Starlette(routes=routes), allowed_hosts, access, settings.serve_max_body_bytes)
 
 
 async def _numbered(path: Path, skip: int, follow: bool, poll: float):
@@ -114,10 +120,15 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def allowed_hosts_for(host: str) -> list[str]:
-    if _is_wildcard(host):
-        return ["*"]
-    return sorted({"127.0.0.1", "localhost", host})
+LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost"})
+
+
+def allowed_hosts_for(host: str, configured: list[str]) -> list[str]:
+    """The host names requests may be addressed to: the loopback names (no
+    other site's name can be them, and this machine's commands use them),
+    the configured ones, and the address the server is bound to (unless
+    that is every address)."""
+    return sorted(LOOPBACK_NAMES | set(configured) | (set() if _is_wildcard(host) else {host}))
 
 
 class Activity:
@@ -172,7 +183,12 @@ class WebServer:
 
     @property
     def url(self) -> str:
+        """Where this machine reaches the server (the loopback, when bound to every address)."""
         host, port = self.sock.getsockname()[:2]
+        if _is_wildcard(host):
+            host = "127.0.0.1" if self.sock.family == socket.AF_INET else "[::1]"
+        elif ":" in host:
+            host = f"[{host}]"
         return f"http://{host}:{port}"
 
     def serve_forever(self) -> None:
@@ -200,13 +216,14 @@ class WebServer:
 
 def make_server(settings: Settings, host: str | None = None, port: int | None = None,
                 launcher: Launcher | None = None, **options) -> WebServer:
-    """The server, bound but not yet serving."""
+    """The server, bound but not yet serving; beyond the loopback only with a token."""
     host = host or settings.serve_host
     port = settings.serve_port if port is None else port
+    if not _is_loopback(host) and settings.serve_token is None:
+        raise ServeError(f"serving on {host} needs SEARCHLAKE_SERVE_TOKEN (every request must then carry it); "
+                         "without one, serve on 127.0.0.1")
     sock = bind(host, port)
-    if not _is_loopback(host):
-        log.warning("serving on %s without authentication", host)
-    return WebServer(build_app(settings, launcher, allowed_hosts=allowed_hosts_for(host), **options), sock)
+    return WebServer(build_app(settings, launcher, host=host, **options), sock)
 
 
 def _is_loopback(host: str) -> bool:

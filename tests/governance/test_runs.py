@@ -4,6 +4,13 @@ trace (JSONL lines + run_events rows), the outcome tables and the views."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -13,8 +20,9 @@ from tasks.lake.catalog import open_catalog
 from tasks.common.settings import Settings
 from tasks.governance.gates import build_output
 from tasks.governance.filters import Candidate, aggregate_publishers
-from tasks.governance.runs import (RunSummary, TraceLog, finish_run, new_trace_id, record_outcome, start_run,
-                        trace_path)
+from tasks.common.processes import ProcessIdentity
+from tasks.governance.runs import (RunSummary, TraceLog, close_dead_runs, finish_run, new_trace_id, record_outcome,
+                                   start_run, trace_path)
 
 TASK = "t1"
 
@@ -94,6 +102,7 @@ def test_trace_writes_jsonl_lines_and_event_rows(lake, settings, trace_id):
     assert [(r["seq"], r["kind"], r["name"], r["status"]) for r in rows] == \
         [(e["seq"], e["kind"], e["name"], e["status"]) for e in lines]
     assert json.loads(rows[2]["detail"])["candidates"] == 30
+    assert [r["at"] for r in rows] == [datetime.fromisoformat(e["at"]) for e in lines]
     assert [(s.name, s.status) for s in trace.history] == [("search", "complete"), ("quality_filter", "failed")]
     assert trace.attempts("quality_filter") == 1 and not trace.db_errors
 
@@ -104,15 +113,81 @@ def test_a_resumed_trace_continues_its_numbering(settings, trace_id):
     assert [e["seq"] for e in lines_of(trace_path(settings, TASK, trace_id))] == [1, 2]
 
 
-def test_trace_survives_a_busy_catalog(lake, settings, trace_id, monkeypatch):
-    monkeypatch.setattr(settings, "lock_timeout", 0.3)
-    trace = TraceLog(settings, TASK, trace_id)
-    # Another command on the same lake holds the catalog meanwhile.
-    with open_catalog(Settings(home=settings.home), "someone else"):
-        trace.run("running")
-    assert len(lines_of(trace.path)) == 1
-    assert len(trace.db_errors) == 1 and "busy" in trace.db_errors[0]
+def event_rows(lake, trace_id: str) -> list[tuple]:
+    return lake.rows("SELECT seq, kind, name, status FROM run_events WHERE trace_id = ? ORDER BY seq", [trace_id])
+
+
+def as_rows(lines: list[dict]) -> list[tuple]:
+    return [(e["seq"], e["kind"], e["name"], e["status"]) for e in lines]
+
+
+def test_trace_lines_wait_while_another_command_holds_the_catalog(lake, settings, trace_id, hold_catalog):
+    quick = Settings(home=settings.home, lock_timeout=0.3)
+    trace = TraceLog(quick, TASK, trace_id)
+    holder = hold_catalog()  # another command on the same lake
+    trace.run("running")
+    trace.stage_done("search", "complete")
+    holder.release()
+    assert len(lines_of(trace.path)) == 2  # the file, the primary trace, has them at once
+    assert len(trace.db_errors) == 2 and "busy" in trace.db_errors[0]
     assert lake.count("run_events") == 0
+
+    trace.run("complete")  # the next line takes the waiting ones with it
+    assert event_rows(lake, trace_id) == as_rows(lines_of(trace.path)) == [
+        (1, "run", "run", "running"), (2, "stage", "search", "complete"), (3, "run", "run", "complete")]
+
+
+def test_the_last_line_is_sent_at_flush(lake, settings, trace_id, hold_catalog):
+    trace = TraceLog(Settings(home=settings.home, lock_timeout=0.3), TASK, trace_id)
+    holder = hold_catalog()
+    trace.run("complete")
+    holder.release()
+    trace.flush()
+    assert event_rows(lake, trace_id) == [(1, "run", "run", "complete")]
+
+
+def test_a_resumed_trace_sends_the_lines_its_rows_lack(lake, settings, trace_id, hold_catalog):
+    first = TraceLog(Settings(home=settings.home, lock_timeout=0.3), TASK, trace_id)
+    first.run("running")
+    holder = hold_catalog()
+    first.stage_done("plan", "complete")  # its process then died: the line is in the file only
+    holder.release()
+    TraceLog(settings, TASK, trace_id).run("running")
+    assert event_rows(lake, trace_id) == [(1, "run", "run", "running"), (2, "stage", "plan", "complete"),
+                                          (3, "run", "run", "running")]
+
+
+def test_a_trace_resumed_after_a_torn_line_starts_a_line_of_its_own(lake, settings, trace_id):
+    TraceLog(settings, TASK, trace_id).run("running")
+    path = trace_path(settings, TASK, trace_id)
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write('{"trace_id": "' + trace_id + '", "seq": 2, "ki')  # its process died mid-line
+    TraceLog(settings, TASK, trace_id).run("complete")
+    last = json.loads(path.read_text(encoding="utf-8").splitlines()[-1])
+    assert (last["seq"], last["status"]) == (2, "complete")
+    assert event_rows(lake, trace_id) == [(1, "run", "run", "running"), (2, "run", "run", "complete")]
+
+
+def test_many_runs_at_once_lose_no_trace_line(lake, settings):
+    """A server running twenty runs at once: every line of every trace is a row."""
+    quick = Settings(home=settings.home, lock_timeout=0.05)
+    traces = [TraceLog(quick, TASK, new_trace_id()) for _ in range(20)]
+
+    def run(trace: TraceLog) -> None:
+        trace.run("running")
+        for name in ("plan", "search", "consolidate", "report"):
+            with trace.stage(name):
+                pass
+        trace.run("complete")
+
+    threads = [threading.Thread(target=run, args=(trace,)) for trace in traces]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(300)
+    for trace in traces:
+        assert event_rows(lake, trace.trace_id) == as_rows(lines_of(trace.path))
+        assert len(lines_of(trace.path)) == 10 and trace.db_errors == []
 
 
 def test_trace_refuses_ids_that_are_not_path_safe(settings):
@@ -183,3 +258,73 @@ def test_a_report_rebuild_covers_the_latest_complete_runs_selection(settings):
     finish_run(settings, failed, "failed")
     with open_catalog(settings) as catalog:
         assert selected_source_ids(catalog, TASK) == ["s1", "s2"]
+
+
+# -- runs whose process died ---------------------------------------------------------
+
+# Starts a run, traces its first line, and dies as `kill -9` would have it die.
+DYING_RUN = """
+import os, signal, sys
+from schemas.governance import Budget
+from tasks.common.settings import Settings
+from tasks.governance.runs import TraceLog, start_run
+settings = Settings()
+start_run(settings, sys.argv[1], "t1", "Why?", None, "default", Budget())
+TraceLog(settings, "t1", sys.argv[1]).run("running")
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def status_of(lake, trace_id: str) -> dict:
+    (row,) = lake.dicts("SELECT status, error, finished_at, host, pid FROM runs WHERE trace_id = ?", [trace_id])
+    return row
+
+
+def test_a_run_whose_process_was_killed_is_marked_interrupted(cli, lake, settings, trace_id):
+    dying = subprocess.Popen([sys.executable, "-c", DYING_RUN, trace_id], cwd=cli.cwd, env=cli.env(),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _, stderr = dying.communicate(timeout=120)
+    assert dying.returncode == -signal.SIGKILL, stderr
+    before = status_of(lake, trace_id)
+    assert (before["status"], before["pid"], before["host"]) == ("running", dying.pid, socket.gethostname())
+
+    (closed,) = close_dead_runs(settings)
+    assert (closed.trace_id, closed.task_id) == (trace_id, TASK)
+    after = status_of(lake, trace_id)
+    assert after["status"] == "interrupted" and after["finished_at"] is not None
+    assert after["error"] == closed.error == (f"interrupted: the process that ran it (pid {dying.pid} on "
+                                              f"{socket.gethostname()}) ended before the run did")
+    assert close_dead_runs(settings) == []  # closed once
+    assert RunSummary.load(settings, trace_id).exit_code == 1
+
+
+def test_a_run_of_a_living_process_is_left_running(lake, settings, trace_id):
+    start_run(settings, trace_id, TASK, "Why?", None, "default", Budget())
+    assert close_dead_runs(settings) == []
+    assert status_of(lake, trace_id)["status"] == "running"
+
+
+def test_a_reused_pid_does_not_keep_a_dead_run_running(lake, settings, trace_id):
+    # the pid runs again, but another process: the one that started the run ended
+    here = ProcessIdentity.current()
+    start_run(settings, trace_id, TASK, "Why?", None, "default", Budget(),
+              process=ProcessIdentity(here.host, here.pid, "started at another time"))
+    assert [run.trace_id for run in close_dead_runs(settings)] == [trace_id]
+    assert status_of(lake, trace_id)["status"] == "interrupted"
+
+
+def test_a_run_on_another_host_is_left_to_that_host(lake, settings, trace_id):
+    start_run(settings, trace_id, TASK, "Why?", None, "default", Budget(),
+              process=ProcessIdentity("another-host.example", 1, None))
+    assert close_dead_runs(settings) == []
+    assert status_of(lake, trace_id)["status"] == "running"
+
+
+def test_a_catalog_made_before_runs_recorded_their_process_gains_the_columns(lake, settings, trace_id):
+    with open_catalog(settings) as catalog:  # as such a catalog was: no columns, an older schema fingerprint
+        for column in ("host", "pid", "process_started"):
+            catalog.con.execute(f"ALTER TABLE run_log DROP COLUMN {column}")
+        catalog.con.execute("UPDATE searchlake_schema SET fingerprint = 'older'")
+    start_run(settings, trace_id, TASK, "Why?", None, "default", Budget())
+    assert status_of(lake, trace_id)["pid"] == os.getpid()
+

@@ -1,59 +1,16 @@
 """Two searchlake processes on one lake at the same moment: the second waits
-its turn, or says plainly that the catalog is busy."""
+its turn, or says plainly that the catalog is busy. Threads of one process
+wait for each other: a process is never busy against itself."""
 
 from __future__ import annotations
 
 import subprocess
-import sys
+import threading
 import time
 
 import pytest
 
-# Opens the catalog like any command would, says so, and keeps it open until
-# its stdin closes: the test decides when it lets go, whatever the machine's load.
-HOLDER = """
-import sys
-from tasks.lake.catalog import open_catalog
-from tasks.common.settings import Settings
-with open_catalog(Settings(), "test-holder"):
-    print("holding", flush=True)
-    sys.stdin.read()
-"""
-
-
-class Holder:
-    def __init__(self, cli):
-        self.proc = subprocess.Popen([sys.executable, "-c", HOLDER], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     cwd=cli.cwd, env=cli.env())
-        assert self.proc.stdout.readline().strip() == "holding", self.proc.stderr.read()
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def release(self) -> None:
-        self.proc.stdin.close()
-        assert self.proc.wait(timeout=30) == 0
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
-
-
-@pytest.fixture
-def hold_catalog(cli):
-    """Start a process that holds the catalog lock until released or killed."""
-    started: list[Holder] = []
-
-    def hold() -> Holder:
-        started.append(Holder(cli))
-        return started[-1]
-
-    yield hold
-    for holder in started:
-        holder.kill()
+from tasks.lake.catalog import CatalogBusy, open_catalog
 
 
 def finish(proc: subprocess.Popen, timeout: float = 60) -> tuple[int, str, str]:
@@ -144,3 +101,47 @@ def test_a_busy_catalog_is_reported_plainly(cli, lake, inbox, new_bundle, new_it
     holder.kill()  # a holder that dies without cleaning up must not wedge the lake
     # Once the holder is gone the same command goes through.
     assert cli.run(*args, SEARCHLAKE_LOCK_TIMEOUT="5").returncode == 0
+
+
+# -- threads of one process ------------------------------------------------------
+
+def test_threads_of_one_process_wait_for_each_other_and_never_fail_busy(settings):
+    """A server runs many research runs at once in threads: each waits for
+    the others' sessions however long they queue, and the lock timeout
+    applies to other processes only."""
+    quick = settings.model_copy(update={"lock_timeout": 0.1})
+    holding, outcomes = threading.Event(), []
+
+    def hold() -> None:
+        with open_catalog(quick, "a long session"):
+            holding.set()
+            time.sleep(1.0)  # ten lock timeouts: the others queue behind it all along
+
+    def use() -> None:
+        try:
+            with open_catalog(quick, "a short session") as catalog:
+                outcomes.append(catalog.rows("known_tasks"))
+        except CatalogBusy as exc:
+            outcomes.append(exc)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert holding.wait(60)
+    users = [threading.Thread(target=use) for _ in range(8)]
+    for thread in users:
+        thread.start()
+    for thread in [holder, *users]:
+        thread.join(120)
+    assert outcomes == [[]] * 8
+
+
+def test_a_session_opened_inside_the_same_threads_session_is_refused_at_once(settings):
+    # waiting for itself would never end
+    quick = settings.model_copy(update={"lock_timeout": 0.5})
+    with open_catalog(quick, "outer"):
+        with pytest.raises(CatalogBusy, match="this thread already holds it"):
+            with open_catalog(quick, "inner"):
+                pass
+    with open_catalog(quick, "after") as catalog:  # and the catalog is free again
+        assert catalog.rows("known_tasks") == []
+

@@ -21,6 +21,8 @@ from tests.research_helpers import BUDGET_ENV, PROVIDER_KEYS, QUESTION, write_li
 
 from tasks.common.settings import Settings
 from flows.cli.autoserve import LOG
+from tasks.lake.files import run_logs_root
+from tasks.progress.events import events_path, read_events
 from tasks.progress.handoff import ServeRecord, fingerprint, record_path
 
 
@@ -89,7 +91,8 @@ def test_the_fingerprint_changes_with_any_setting_and_hides_secrets(settings, mo
 def test_how_a_server_starts_and_stops_is_not_part_of_the_fingerprint(settings, monkeypatch):
     same = fingerprint(Settings())
     for name, value in {"SEARCHLAKE_AUTOSERVE": "true", "SEARCHLAKE_SERVE_IDLE_MINUTES": "1",
-                        "SEARCHLAKE_SERVE_PORT": "9000"}.items():
+                        "SEARCHLAKE_SERVE_PORT": "9000", "SEARCHLAKE_SERVE_TOKEN": "t" * 20,
+                        "SEARCHLAKE_SERVE_LIBRARIES": "/srv/notes"}.items():
         monkeypatch.setenv(name, value)
     assert fingerprint(Settings()) == same
 
@@ -103,8 +106,15 @@ def test_an_idle_time_that_is_not_positive_is_one_line(user, error_lines_of):
 def test_a_record_of_a_dead_server_is_ignored(settings):
     dead = subprocess.Popen(["true"])
     dead.wait()
-    ServeRecord("http://127.0.0.1:9", dead.pid, fingerprint(settings)).write(settings)
+    ServeRecord("http://127.0.0.1:9", dead.pid, fingerprint(settings), "key").write(settings)
     assert ServeRecord.read(settings) is None
+
+
+def test_the_record_is_readable_by_its_user_only(settings):
+    # its key lets a request name any library folder
+    ServeRecord("http://127.0.0.1:9", os.getpid(), fingerprint(settings), "key").write(settings)
+    assert record_path(settings).stat().st_mode & 0o777 == 0o600
+    assert ServeRecord.read(settings).key == "key"
 
 
 def test_research_runs_in_a_running_serve(user, lake, error_lines_of):
@@ -209,3 +219,57 @@ def wait_for_session_end(sid: int, timeout: float) -> list[int]:
 def stop_session(sid: int) -> None:
     if session_members(sid):
         os.killpg(sid, signal.SIGKILL)
+
+
+def test_a_run_of_a_killed_server_ends_interrupted_when_the_next_one_starts(user, lake):
+    """kill -9 of `serve` mid-run leaves its run 'running'; the next server
+    marks it interrupted and ends its trace and its events (a page
+    following it stops)."""
+    silent = socket.create_server(("127.0.0.1", 0))  # takes connections, never answers: searches wait
+    env = {"SEARXNG_URL": f"http://127.0.0.1:{silent.getsockname()[1]}", "SEARCHLAKE_HTTP_TIMEOUT": "600",
+           "SEARCHLAKE_MAX_QUERIES_PER_INTENT": "1"}
+    servers = []
+    try:
+        servers.append(start_serve(user, env))
+        record = wait_for_record(user.home, servers[0])
+        started = httpx.post(f"{record['url']}/api/research", headers={"Authorization": f"Bearer {record['key']}"},
+                             json={"question": QUESTION, "fingerprint": record["fingerprint"], "task_id": "killed",
+                                   "providers": ["searxng"]}, timeout=300)
+        assert started.status_code == 200, started.text
+        run_id = started.json()["run_id"]
+        events = events_path(run_logs_root(Settings(home=user.home)), "killed", run_id)
+        wait_for(lambda: any(e.step_type == "deep_search" for e in read_events(events)), "the search to start")
+
+        servers[0].kill()  # kill -9, mid-search
+        servers[0].wait(timeout=30)
+        assert lake.dicts("SELECT status FROM runs WHERE trace_id = ?", [run_id]) == [{"status": "running"}]
+
+        record_path(Settings(home=user.home)).unlink(missing_ok=True)
+        servers.append(start_serve(user, env))
+        # the row is closed first, the events ended last
+        wait_for(lambda: read_events(events)[-1].is_terminal, "the next server to end the run's events")
+        (row,) = lake.dicts("SELECT status, error FROM runs WHERE trace_id = ?", [run_id])
+        assert row["status"] == "interrupted"
+        assert row["error"].startswith(f"interrupted: the process that ran it (pid {servers[0].pid} on ")
+        last = read_events(events)[-1]
+        assert last.status == "error" and last.payload.error == row["error"]
+        trace = [json.loads(line) for line in (events.parent / "trace.jsonl").read_text().splitlines()]
+        assert (trace[-1]["kind"], trace[-1]["status"]) == ("run", "interrupted")
+        assert lake.rows("SELECT count(*) FROM run_events WHERE trace_id = ?", [run_id]) == [(len(trace),)]
+    finally:
+        silent.close()
+        for server in servers:
+            stop_session(server.pid)  # the server and the Prefect server it started
+
+
+def start_serve(user, env: dict) -> subprocess.Popen:
+    return subprocess.Popen(user.command("serve", "--port", "0"), cwd=user.cwd, env=user.env(**env),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def wait_for(condition, what: str, timeout: float = 300) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"waited {timeout:.0f} s for {what}"
+        time.sleep(0.2)
+

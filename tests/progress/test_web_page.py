@@ -39,12 +39,14 @@ def web(settings, monkeypatch, tmp_path):
     for name in PROVIDER_KEYS + BUDGET_ENV:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("SEARCHLAKE_MAX_QUERIES_PER_INTENT", "1")
+    library = write_library(tmp_path / "library")
+    monkeypatch.setenv("SEARCHLAKE_SERVE_LIBRARIES", str(library))  # the page may search it
     with fake_openrouter() as router:
         monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-v1-page-test")
         monkeypatch.setenv("OPENROUTER_BASE_URL", router.base + "/api/v1")
         config = Settings()
         with make_server(config, "127.0.0.1", 0, ResearchLauncher(config), poll=0.05) as server:
-            yield Web(server, router, write_library(tmp_path / "library"), config)
+            yield Web(server, router, library, config)
 
 
 @pytest.fixture
@@ -191,3 +193,31 @@ def test_a_script_in_a_source_title_stays_text(web, tabs, lake, inbox, new_bundl
     assert tab.title() != "pwned"
     header = tab.context.request.get(web.url + "/tasks/xss").headers["content-security-policy"]
     assert "script-src 'self'" in header and "unsafe-inline" not in header
+
+
+def test_a_browser_gives_the_token_once_and_then_watches_a_run(browser, settings, monkeypatch):
+    """With SEARCHLAKE_SERVE_TOKEN set, the page asks for it once; its cookie
+    then carries the page, its refreshes and the run's event stream."""
+    monkeypatch.setenv("SEARCHLAKE_SERVE_TOKEN", "a-token-for-the-page-test")
+    config = Settings()
+    with EventLog.for_run(config, "t1", "watched") as log:
+        tracker = ProgressTracker(STEPS, sink=log)
+        tracker.begin()
+        tracker.finish({"selected": 1})
+    with make_server(config, "127.0.0.1", 0, poll=0.05) as server:
+        page = Page(browser, server.url)
+        try:
+            tab = page.open("/tasks/t1/runs/watched")
+            tab.wait_for_url(re.compile(r"/login\?next="))
+            tab.fill("#token", "not-the-token")
+            tab.click("button:has-text('Open')")
+            assert "that is not this server's token" in tab.locator("p.error").inner_text()
+            tab.fill("#token", "a-token-for-the-page-test")
+            tab.click("button:has-text('Open')")
+            tab.wait_for_url(re.compile(r"/tasks/t1/runs/watched$"))
+            tab.wait_for_selector("#timeline[data-final=complete]")
+            # the browser logs the wrong token's 401, and nothing else: no CSP violation, no failed stream
+            assert page.errors == ["Failed to load resource: the server responded with a status of 401 (Unauthorized)"]
+        finally:
+            page.close()
+

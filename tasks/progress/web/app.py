@@ -10,6 +10,12 @@
     GET  /static/...                    this app's CSS and scripts (htmx vendored)
     POST /api/research                  JSON: start a run for `searchlake research`, answer
                                         {task_id, run_id} once its first event is written
+    GET  /login, POST /login            the token, once, for a browser (SEARCHLAKE_SERVE_TOKEN set)
+
+A research run searches the default library or a folder the server offers
+(SEARCHLAKE_LIBRARY, SEARCHLAKE_SERVE_LIBRARIES), never another folder the
+server could read; only the server's own user names any folder (see
+tasks/progress/web/guards.py, Access).
 
 Everything from the lake goes through Jinja2 autoescaping; links are made
 only from http(s) URLs; the Content-Security-Policy allows scripts from this
@@ -24,33 +30,35 @@ from typing import Protocol
 from urllib.parse import urlsplit
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
-from starlette.applications import Starlette
+from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from schemas.bundle import check_identifier
+from schemas.serve import ResearchRequest, is_malformed, request_error
 from tasks.common.settings import Settings
 from tasks.lake.catalog import CatalogBusy
 from tasks.lake.files import run_logs_root
 from tasks.progress.events import list_runs, runs_of_task
 from tasks.progress.handoff import fingerprint
+from tasks.progress.web.guards import SESSION_COOKIE, Access
 from tasks.progress.web.pages import UnknownTaskPage, home_page, task_page
 
 HERE = Path(__file__).resolve().parent
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
-       "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
 MAX_QUESTION = 2000
 
 
 class LaunchRefused(ValueError):
     """The form asked for something that cannot start (one line for the page)."""
+
+
+class LibraryRefused(LaunchRefused):
+    """A library folder this server does not offer."""
 
 
 class Launcher(Protocol):
@@ -90,15 +98,16 @@ def _templates() -> Jinja2Templates:
 
 # -- routes ---------------------------------------------------------------------
 
-def page_routes(settings: Settings, launcher: Launcher | None) -> list:
+def page_routes(settings: Settings, launcher: Launcher | None, access: Access) -> list:
     templates = _templates()
     root = run_logs_root(settings)
     own_fingerprint = fingerprint(settings)
+    libraries = [str(folder) for folder in _offered_libraries(settings)]
 
     def render(request: Request, name: str, status_code: int = 200, **context) -> Response:
         context.update(can_research=launcher is not None,
                        can_ask=launcher is not None and launcher.can_ask(),
-                       providers=launcher.providers() if launcher else [])
+                       providers=launcher.providers() if launcher else [], libraries=libraries)
         return templates.TemplateResponse(request, name, context, status_code=status_code)
 
     def busy(request: Request, exc: CatalogBusy) -> Response:
@@ -126,7 +135,7 @@ def page_routes(settings: Settings, launcher: Launcher | None) -> list:
         values = {k: str(form.get(k, "")).strip() for k in ("question", "library", "target")}
         chosen = [str(p) for p in form.getlist("providers")]
         try:
-            task_id = await run_in_threadpool(_launch_research, launcher, values, chosen)
+            task_id = await run_in_threadpool(_launch_research, launcher, settings, values, chosen)
         except LaunchRefused as exc:
             return home(request, error=str(exc), status_code=400, form={**values, "providers": chosen})
         return RedirectResponse(f"/tasks/{task_id}/live", status_code=303)
@@ -166,16 +175,21 @@ def page_routes(settings: Settings, launcher: Launcher | None) -> list:
             return JSONResponse({"error": "this server only reads"}, status_code=405)
         if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
             return JSONResponse({"error": "send JSON"}, status_code=415)
-        body = await request.json()
-        if body.get("fingerprint") != own_fingerprint:
-            return JSONResponse({"error": "this server runs with other settings"}, status_code=409)
-        task_id = body.get("task_id")
-        before = set(runs_of_task(root, task_id)) if task_id else set()
         try:
+            body = ResearchRequest.model_validate_json(await request.body())
+        except ValidationError as exc:
+            return JSONResponse({"error": request_error(exc)}, status_code=400 if is_malformed(exc) else 422)
+        if body.fingerprint != own_fingerprint:
+            return JSONResponse({"error": "this server runs with other settings"}, status_code=409)
+        before = set(runs_of_task(root, body.task_id)) if body.task_id else set()
+        try:
+            library = body.library if access.is_owner(request.headers) else offered_library(settings, body.library)
             task_id = await run_in_threadpool(
-                launcher.research, str(body.get("question", "")), body.get("providers"), body.get("library"),
-                body.get("target"), task_id=task_id, max_results=body.get("max_results"),
-                demand_id=body.get("demand_id") or "default", budget=body.get("budget"))
+                launcher.research, body.question, body.providers, library, body.target, task_id=body.task_id,
+                max_results=body.max_results, demand_id=body.demand_id,
+                budget=body.budget.model_dump(exclude_none=True) if body.budget else None)
+        except LibraryRefused as exc:
+            return JSONResponse({"error": str(exc)}, status_code=403)
         except LaunchRefused as exc:
             return JSONResponse({"error": str(exc)}, status_code=422)
         while True:  # until the run wrote its first event, or could not start
@@ -198,11 +212,34 @@ def page_routes(settings: Settings, launcher: Launcher | None) -> list:
             return busy(request, exc)
         return render(request, "task.html", page=page)
 
-    return [Route("/", home), Route("/fragments/runs", runs_fragment),
-            Route("/research", start_research, methods=["POST"]), Route("/ask", start_ask, methods=["POST"]),
-            Route("/tasks/{task_id}/live", live), Route("/tasks/{task_id}/runs/{run_id}", timeline),
-            Route("/tasks/{task_id}", task), Route("/api/research", api_research, methods=["POST"]),
-            Mount("/static", StaticFiles(directory=HERE / "static"), name="static")]
+    def login_form(request: Request) -> Response:
+        return render(request, "login.html", next=_local_path(request.query_params.get("next")))
+
+    async def login(request: Request) -> Response:
+        form = await request.form()
+        wanted = _local_path(str(form.get("next", "")))
+        if not access.opens_with(str(form.get("token", ""))):
+            return render(request, "login.html", 401, next=wanted, error="that is not this server's token")
+        response = RedirectResponse(wanted, status_code=303)
+        response.set_cookie(SESSION_COOKIE, access.session, httponly=True, samesite="strict", path="/",
+                            secure=request.url.scheme == "https")
+        return response
+
+    routes = [Route("/", home), Route("/fragments/runs", runs_fragment),
+              Route("/research", start_research, methods=["POST"]), Route("/ask", start_ask, methods=["POST"]),
+              Route("/tasks/{task_id}/live", live), Route("/tasks/{task_id}/runs/{run_id}", timeline),
+              Route("/tasks/{task_id}", task), Route("/api/research", api_research, methods=["POST"]),
+              Mount("/static", StaticFiles(directory=HERE / "static"), name="static")]
+    if access.needs_token:
+        routes += [Route("/login", login_form), Route("/login", login, methods=["POST"])]
+    return routes
+
+
+def _local_path(wanted: str | None) -> str:
+    """Where the login form sends the browser next: a path of this server, never another site."""
+    if not wanted or not wanted.startswith("/") or wanted.startswith(("//", "/\\")):
+        return "/"
+    return wanted
 
 
 def _task_id(request: Request) -> str:
@@ -213,7 +250,33 @@ def _task_id(request: Request) -> str:
         raise HTTPException(400, f"invalid task id: {exc}") from None
 
 
-def _launch_research(launcher: Launcher, values: dict, providers: list[str]) -> str:
+def offered_library(settings: Settings, asked: str | None) -> str | None:
+    """The library folder a request asked for, when this server offers it:
+    none (the default library), SEARCHLAKE_LIBRARY or one of
+    SEARCHLAKE_SERVE_LIBRARIES. Folders are compared resolved, so neither a
+    link nor '..' leads anywhere else."""
+    if not asked:
+        return None
+    folder = _resolved(asked)
+    if folder is None or folder not in _offered_libraries(settings):
+        raise LibraryRefused(f"library folder {asked!r} is not a library this server offers "
+                             "(SEARCHLAKE_LIBRARY and SEARCHLAKE_SERVE_LIBRARIES name them)")
+    return str(folder)
+
+
+def _offered_libraries(settings: Settings) -> list[Path]:
+    folders = [_resolved(str(folder)) for folder in (settings.library, *settings.serve_libraries) if folder]
+    return list(dict.fromkeys(folder for folder in folders if folder is not None))
+
+
+def _resolved(folder: str) -> Path | None:
+    try:
+        return Path(folder).expanduser().resolve()
+    except (OSError, RuntimeError, ValueError):  # a link loop, a NUL byte: no folder at all
+        return None
+
+
+def _launch_research(launcher: Launcher, settings: Settings, values: dict, providers: list[str]) -> str:
     question = values["question"]
     if not question or len(question) > MAX_QUESTION:
         raise LaunchRefused(f"the question must have 1 to {MAX_QUESTION} characters")
@@ -222,42 +285,4 @@ def _launch_research(launcher: Launcher, values: dict, providers: list[str]) -> 
         if not values["target"].isdigit() or int(values["target"]) < 1:
             raise LaunchRefused(f"target must be a whole number of sources, at least 1, not {values['target']!r}")
         target = int(values["target"])
-    return launcher.research(question, providers or None, values["library"] or None, target)
-
-
-# -- protection -----------------------------------------------------------------
-
-class _Guard:
-    """Security headers on every answer; no form posts from other sites."""
-
-    def __init__(self, app: ASGIApp):
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        if scope["method"] == "POST" and _cross_site(headers):
-            await PlainTextResponse("cross-site form posts are refused", status_code=403)(scope, receive, send)
-            return
-
-        async def send_with_headers(message) -> None:
-            if message["type"] == "http.response.start":
-                extra = [(b"content-security-policy", CSP.encode()), (b"x-content-type-options", b"nosniff"),
-                         (b"referrer-policy", b"no-referrer"), (b"x-frame-options", b"DENY")]
-                message = {**message, "headers": [*message.get("headers", []), *extra]}
-            await send(message)
-
-        await self.app(scope, receive, send_with_headers)
-
-
-def _cross_site(headers: dict[str, str]) -> bool:
-    if headers.get("sec-fetch-site") == "cross-site":
-        return True
-    origin = headers.get("origin")
-    return bool(origin) and origin != "null" and urlsplit(origin).netloc != headers.get("host", "")
-
-
-def protect(app: Starlette, allowed_hosts: list[str]) -> ASGIApp:
-    return _Guard(TrustedHostMiddleware(app, allowed_hosts=allowed_hosts))
+    return launcher.research(question, providers or None, offered_library(settings, values["library"]), target)
