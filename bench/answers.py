@@ -20,8 +20,11 @@ In one run per set, offline (library only), in a fresh SEARCHLAKE_HOME:
   key data points, compared after NFKC, case folding and collapsing
   whitespace — none at all around CJK text), complete answers (every nugget
   of the question), the first insight citing a relevant page, honest gaps
-  (uncovered questions whose report says the sources do not answer it),
-  false gaps (covered questions said to be unanswered), quotes verified.
+  (uncovered questions whose report says the sources do not answer it, or
+  may not: the passages quoted only touch it), false gaps (covered
+  questions said to be unanswered, nothing quoted) and hedged answers
+  (covered questions answered with passages the report says only touch
+  it), quotes verified.
 
 The synthesis input of every run (its question, plan and selected sources)
 is cached under bench/out/answers/<set>/; --resynth runs only the synthesis
@@ -96,7 +99,7 @@ def citations_verified(synthesis: dict) -> tuple[int, int]:
 def score_answers(judged: JudgedSet, syntheses: list[dict | None]) -> dict:
     covered = [(q, s) for q, s in zip(judged.questions, syntheses) if q.get("kind") != "uncovered"]
     uncovered = [(q, s) for q, s in zip(judged.questions, syntheses) if q.get("kind") == "uncovered"]
-    nuggets = found = complete = first_ok = false_gaps = verified = cited = 0
+    nuggets = found = complete = first_ok = false_gaps = hedged = verified = cited = 0
     per_question = {}
     for q, s in covered:
         s = s or {}
@@ -106,7 +109,8 @@ def score_answers(judged: JudgedSet, syntheses: list[dict | None]) -> dict:
         found += sum(hits)
         complete += all(hits) and bool(hits)
         first_ok += bool(set(first_insight_pages(s, judged.library)) & set(q["relevant"]))
-        false_gaps += says_unanswered(s)
+        false_gaps += says_unanswered(s) and not s.get("synthesized_insights")
+        hedged += says_unanswered(s) and bool(s.get("synthesized_insights"))
         v, c = citations_verified(s)
         verified, cited = verified + v, cited + c
         per_question[q["id"]] = {"nuggets": f"{sum(hits)}/{len(hits)}", "first_cites_relevant":
@@ -126,6 +130,7 @@ def score_answers(judged: JudgedSet, syntheses: list[dict | None]) -> dict:
         "complete_answers": f"{complete}/{len(covered)}",
         "first_insight_relevant": round(first_ok / n, 3), "first_insight": f"{first_ok}/{len(covered)}",
         "honest_gaps": f"{honest}/{len(uncovered)}", "false_gaps": f"{false_gaps}/{len(covered)}",
+        "hedged": f"{hedged}/{len(covered)}",
         "quotes_verified": f"{verified}/{cited}",
         "per_question": per_question,
     }
@@ -219,7 +224,8 @@ def print_table(results: list[dict]) -> None:
         a = r["answers"]
         print(f"{r['set']:16} answers: nugget recall {a['nugget_recall']:.3f} ({a['nuggets']}); complete "
               f"{a['complete_answers']}; first insight relevant {a['first_insight']}; honest gaps "
-              f"{a['honest_gaps']}; false gaps {a['false_gaps']}; quotes verified {a['quotes_verified']}"
+              f"{a['honest_gaps']}; covered said unanswered {a['false_gaps']} (nothing quoted), hedged "
+              f"{a['hedged']} (quoted, said to only touch it); quotes verified {a['quotes_verified']}"
               + (f"; aborted {len(r['aborted'])}" if r.get("aborted") else ""))
 
 

@@ -1,25 +1,23 @@
 """The extractive synthesizer (the default, no model).
 
-It quotes the sentences of the sources that answer the question:
-- candidates are prose sentences of each source's stored text (never its
-  title, a heading or a code line), quoted verbatim with their offsets;
-- a sentence must cover at least 40% of the question's content-term
-  weight (idf over the sentences; see tasks/synthesis/focus.py), so a
-  sentence sharing one common word with the question is never quoted;
-- eligible sentences are ranked by that coverage, BM25, the question's word
-  pairs and the source's rank, and picked with maximal marginal relevance
-  (relevance against similarity to what is already picked) after the best
-  sentence of each aspect of the question;
+It quotes the sentences of the sources that answer the question, each part
+of it (tasks/synthesis/question.py), chosen by tasks/synthesis/evidence.py:
+- a sentence is evidence for a part when it holds enough of what the part
+  asks (its words, weighted by rarity, some held by the sentence's context:
+  title, heading, neighbours; the kind of answer it wants; its meaning, by
+  the library's embedding model) — never a title, a heading or code;
+- the best evidence of each part leads, quoted with the sentences it needs
+  (the one before it points back to, those after it that go on answering,
+  at most three), then the most relevant remaining evidence least like what
+  is already quoted (maximal marginal relevance), at most three quotes led
+  by one document;
 - near-identical sentences in other documents corroborate; two sources of
   one document (one page) count once;
 - figures become key data points only when they are measures (a number, a
   unit, the words it measures) in such a sentence;
-- when no sentence of any source passes the 40% rule, the closest sentence
-  of the page the search ranked first (at least 25%) is quoted, said to
-  cover only part of the question: retrieval judged that whole page the
-  likeliest answer, so its closest sentence is the likeliest partial one;
-- when no sentence covers the question, or an aspect of it, the report says
-  so as a gap instead of quoting noise.
+- a part no source speaks to clearly is said as a gap; when no part is, the
+  report says the sources do not answer the question — and when passages
+  touch it, that only such passages are quoted.
 """
 
 from __future__ import annotations
@@ -28,267 +26,132 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
+import numpy as np
+
 from schemas.report import ContradictionOrGap, Insight, KeyDataPoint, SynthesisResult
 from tasks.common.text import terms
 from tasks.synthesis.base import Source, finish, no_sources_result, plan_dimensions
-from tasks.synthesis.focus import Aspect, Focus, aspects, question_pairs, words
-from tasks.synthesis.labels import detect_language, labels
-from tasks.synthesis.passages import (
-    BM25,
-    Figure,
-    clip,
-    figures,
-    fold,
-    has_cjk,
-    jaccard,
-    near_duplicate,
-    sentence_spans,
-    weight_len,
-)
-
-ASPECT_COVERAGE = 0.5  # share of an aspect's term weight a sentence must hold to speak to it
-
-# -- candidate sentences -------------------------------------------------------------
-
-_CODE_MARKS = ("::=", ">>>", "{", "}", " == ", " = ", "->", "$ ")
-_ENDS_SENTENCE = re.compile(r"[.!?\u3002\uff01\uff1f][\"'\u201d\u2019)\]]*$")
-
-
-_FRAGMENT_START = re.compile(r"^[a-z]+\b(?![.(_])")
-
-
-def is_prose(sentence: str, min_len: int = 25, min_letters: float = 0.7) -> bool:
-    """A sentence a reader can quote as evidence: it states (a question, as
-    in a FAQ, answers nothing), is mostly words (not a grammar rule, code or
-    a table row) and does not begin in the middle of another sentence."""
-    flat = " ".join(sentence.split())
-    if weight_len(flat) < min_len or not _ENDS_SENTENCE.search(flat) or any(m in flat for m in _CODE_MARKS):
-        return False
-    if flat.rstrip("\"'\u201d\u2019)]").endswith(("?", "\uff1f")):
-        return False
-    if sum(ch.isalpha() or ch.isspace() for ch in flat) < min_letters * len(flat):
-        return False
-    if has_cjk(flat):
-        return True
-    # A plain lower-case word opens the rest of a sentence ("however, ..."),
-    # while a name in code may ("pyproject.toml is ...").
-    return len(flat.split()) >= 4 and not _FRAGMENT_START.match(flat)
-
-
-@dataclass
-class _Sentence:
-    source: Source
-    start: int
-    end: int        # end of the quoted part (a long sentence is quoted up to a word bound)
-    full_end: int   # end of the sentence
-    terms: list[str]
-
-    @property
-    def text(self) -> str:
-        return self.source.text[self.start:self.end]
-
-    @property
-    def clipped(self) -> bool:
-        return self.end < self.full_end
-
-    @cached_property
-    def termset(self) -> frozenset[str]:
-        return frozenset(self.terms)
-
-    @cached_property
-    def phrase_text(self) -> str:
-        return f" {' '.join(words(self.text))} "
+from tasks.synthesis.evidence import Scores, Sentence, Window, candidates, quote_from, score, windows
+from tasks.synthesis.labels import labels
+from tasks.synthesis.passages import Figure, figures, has_cjk, jaccard, near_duplicate
+from tasks.synthesis.question import Part, Question, read_question
 
 
 @dataclass(frozen=True)
 class ExtractiveOptions:
     max_insights: int = 8
-    per_document: int = 2
+    per_document: int = 4
     max_data_points: int = 10
     max_contradictions: int = 5
-    quote_chars: int = 400
-    sentences_per_source: int = 600
-    min_coverage: float = 0.4   # share of the question's term weight a quoted sentence must hold
-    partial_coverage: float = 0.25  # ... the closest sentence of the first-ranked page, quoted as partial
-    diversity: float = 0.3      # MMR: weight of similarity to what is already picked
-    rank_weight: float = 0.7    # the prior for the source retrieval ranked first (1/rank after it)
+    diversity: float = 0.3      # MMR: weight of similarity to what is already quoted
     pool: int = 300
+    quote_chars: int = 500      # a quote runs on through its section up to this length
+    fill_share: float = 0.5     # more quotes than the leads: support at least this share of the best
+    rank_margin: float = 0.15   # a better-ranked page's evidence leads when its relevance is this close
 
 
-def _sentences(sources: list[Source], opts: ExtractiveOptions) -> list[_Sentence]:
-    out = []
-    for source in sources:
-        text, title = source.text, fold(source.title)
-        for start, end in sentence_spans(text)[:opts.sentences_per_source]:
-            sentence = text[start:end]
-            if not is_prose(sentence) or fold(sentence) == title:
-                continue
-            quoted = start + len(clip(sentence, opts.quote_chars))
-            held = terms(sentence)
-            if len(held) >= 3:
-                out.append(_Sentence(source, start, quoted, end, held))
-    return out
-
-
-# -- relevance -----------------------------------------------------------------------
+# -- findings ---------------------------------------------------------------------------
 
 @dataclass
 class _Finding:
-    """A sentence and the near-identical sentences of other documents."""
+    """A quote (a window of one source) and the near-identical windows of
+    other documents that corroborate it."""
 
-    lead: _Sentence
+    window: Window
+    index: int  # of the window among the candidates
     relevance: float
-    members: list[_Sentence] = field(default_factory=list)
+    members: list[Window] = field(default_factory=list)
 
     def documents(self) -> set[str]:
-        return {self.lead.source.document, *(m.source.document for m in self.members)}
+        return {self.window.source.document, *(m.source.document for m in self.members)}
 
 
-def _relevance(sentences: list[_Sentence], question: str, aspect_list: list[Aspect], focus: Focus,
-               opts: ExtractiveOptions) -> list[float]:
-    """Relevance of each sentence to the question, 0 for one that covers
-    neither enough of the question nor all of a sufficient aspect of it:
-    coverage + BM25 (scaled to the best) + the question's word pairs it
-    repeats + a sentence that defines its subject + the source's
-    position in the consolidated ranking (`_rank_prior`)."""
-    bm25 = BM25([s.terms for s in sentences]).scores(focus.terms)
-    best = max(bm25, default=0.0) or 1.0
-    pairs = question_pairs(question)
-    whole = [list(a.terms) for a in aspect_list if a.sufficient]
-    asked = [a for a in aspect_list if a.from_question]
-    out = []
-    # A question of three or more terms needs two of them in a sentence: one
-    # rare word ("looked") is not the question.
-    floor = 2 if len(focus.terms) >= 3 else 1
-    for s, b in zip(sentences, bm25):
-        coverage = focus.coverage(s.termset, text=s.phrase_text) if focus.matched_terms(s.termset) >= floor else 0.0
-        if coverage < opts.min_coverage and any(set(terms) <= s.termset for terms in whole):
-            coverage = opts.min_coverage
-        # A sentence must speak to one of the question's phrases, not only share words with it.
-        if coverage < opts.min_coverage or (asked and _aspect_of(s.termset, asked, focus) is None):
-            out.append(0.0)
-            continue
-        subject = 0.2 if _defines_subject(s, aspect_list, focus) else 0.0
-        out.append(coverage + 0.3 * b / best + _pairs_held(s, pairs) + subject + _rank_prior(s.source, opts))
-    return out
-
-
-def _pairs_held(s: _Sentence, pairs: list[str]) -> float:
-    """What repeating the question's word pairs adds: 0.15 each, two at most."""
-    return 0.15 * min(2, sum(1 for p in pairs if f" {p} " in s.phrase_text))
-
-
-def _rank_prior(source: Source, opts: ExtractiveOptions) -> float:
-    """What retrieval's consolidated ranking adds to a sentence: `rank_weight`
-    for the page it ranked first, falling as 1/rank. Retrieval judged the
-    whole page; a sentence of it that speaks to the question is the likelier
-    answer than an equally worded one of a page ranked tenth."""
-    return opts.rank_weight / max(1, source.number)
-
-
-_COPULAS = ("is", "are")
-
-
-def _defines_subject(s: _Sentence, aspect_list: list[Aspect], focus: Focus, head_words: int = 8) -> bool:
-    """A sentence of the form "<the question's subject> is ...": "A
-    decorator is just a function that ...", "The with statement is used to
-    ..." — what defines the subject."""
-    head = s.phrase_text.split()[:head_words]
-    verb = next((i for i, w in enumerate(head) if w in _COPULAS), None)
-    if not verb:
-        return False
-    subject = " ".join(head[:verb])
-    held = set(terms(subject))
-    return (any(set(a.terms) <= held for a in aspect_list if a.from_question)
-            or any(f" {p} " in f" {subject} " for p in focus.pairs))
-
-
-def _findings(sentences: list[_Sentence], relevance: list[float], pool: int) -> list[_Finding]:
-    """The most relevant sentences, near-duplicates merged: a repeat in the
-    same document is dropped, one in another document corroborates."""
-    order = sorted((i for i, r in enumerate(relevance) if r > 0), key=lambda i: -relevance[i])[:pool]
-    found: list[_Finding] = []
-    for i in order:
-        s = sentences[i]
-        home = next((f for f in found if near_duplicate(f.lead.termset, s.termset)), None)
-        if home is None:
-            found.append(_Finding(s, relevance[i]))
-        elif s.source.document not in home.documents():
-            home.members.append(s)
-    return found
-
-
-def _aspect_of(termset: frozenset[str], aspect_list: list[Aspect], focus: Focus) -> Aspect | None:
-    """The aspect a sentence speaks to most (the first on a tie); None when
-    it holds less than 40% of every aspect's term weight."""
-    scored = [(focus.coverage(termset, list(a.terms)), -n, a) for n, a in enumerate(aspect_list)]
-    best = max(scored, key=lambda x: x[:2], default=None)
-    return best[2] if best and best[0] >= ASPECT_COVERAGE else None
-
-
-def _pick(found: list[_Finding], aspect_list: list[Aspect], focus: Focus, opts: ExtractiveOptions) -> list[_Finding]:
-    """The best finding of each aspect, then maximal marginal relevance:
-    each next pick is the most relevant finding least like those picked, at
-    most `per_document` led by one document."""
+def _pick(question: Question, found: list[Window], scores: Scores, opts: ExtractiveOptions) -> list[_Finding]:
+    """The best evidence of each part, then by maximal marginal relevance;
+    no sentence is quoted twice."""
+    best = scores.best_relevance()
+    wanted = np.any(scores.eligible, axis=0)
+    related = scores.related()
     chosen: list[_Finding] = []
+    used: set[int] = set()
     per_doc: dict[str, int] = {}
 
-    def take(f: _Finding) -> None:
-        chosen.append(f)
-        per_doc[f.lead.source.document] = per_doc.get(f.lead.source.document, 0) + 1
+    def open_(i: int) -> bool:
+        w = found[i]
+        return (not used & set(range(w.first, w.last + 1))
+                and per_doc.get(w.source.document, 0) < opts.per_document)
 
-    def open_(f: _Finding) -> bool:
-        return f not in chosen and per_doc.get(f.lead.source.document, 0) < opts.per_document
+    def take(i: int) -> None:
+        w = quote_from(found[i], used, related, opts.quote_chars)
+        used.update(range(w.first, w.last + 1))
+        home = next((f for f in chosen if near_duplicate(f.window.termset, w.termset)), None)
+        if home is not None:
+            if w.source.document not in home.documents():
+                home.members.append(w)
+            return
+        chosen.append(_Finding(w, i, float(best[i])))
+        per_doc[w.source.document] = per_doc.get(w.source.document, 0) + 1
 
-    for aspect in aspect_list:
-        best = next((f for f in found if open_(f) and _aspect_of(f.lead.termset, aspect_list, focus) == aspect), None)
-        if best is not None and len(chosen) < opts.max_insights:
-            take(best)
-    top = max((f.relevance for f in found), default=1.0) or 1.0
+    for p, part in enumerate(question.parts):
+        order = [int(i) for i in np.argsort(-scores.relevance[p], kind="stable") if scores.eligible[p][i] and open_(int(i))]
+        if order:
+            take(_lead(order, scores.relevance[p], found, opts))
+    leads = len(chosen)
+    top = float(best.max()) if len(best) and best.max() > 0 else 1.0
+    near_leads = {f.window.source.document for f in chosen}
+    # past each part's lead, only evidence of some strength beside the best
+    strong = np.any([support >= opts.fill_share * best_support for support, best_support
+                     in zip(scores.supports, scores.support)], axis=0) & wanted
+    if not any(scores.sure()):  # passages that only touch the question: more only from the same documents
+        strong &= np.array([w.source.document in near_leads for w in found])
+    pool = [int(i) for i in np.argsort(-best, kind="stable") if strong[i]][:opts.pool]
     while len(chosen) < opts.max_insights:
-        candidates = [f for f in found if open_(f)]
-        if not candidates:
+        open_pool = [i for i in pool if open_(i)]
+        if not open_pool:
             break
-        take(max(candidates, key=lambda f: (1 - opts.diversity) * f.relevance / top - opts.diversity * max(
-            (jaccard(f.lead.termset, c.lead.termset) for c in chosen), default=0.0)))
-    return sorted(chosen, key=lambda f: -f.relevance)
+        pick = max(open_pool, key=lambda i: (1 - opts.diversity) * best[i] / top - opts.diversity * max(
+            (jaccard(found[i].termset, f.window.termset) for f in chosen), default=0.0))
+        take(pick)
+    return chosen[:leads] + sorted(chosen[leads:], key=lambda f: -f.relevance)
 
 
-def _closest(sentences: list[_Sentence], question: str, focus: Focus,
-             opts: ExtractiveOptions) -> _Sentence | None:
-    """For a question no sentence passes the coverage rule for: the closest
-    sentence of the page the search ranked first — holding at least
-    `partial_coverage` of the question's term weight and the two-term floor,
-    the most of that weight and of the question's word pairs — or None when
-    nothing in that page comes close."""
-    floor = 2 if len(focus.terms) >= 3 else 1
-    pairs = question_pairs(question)
-    close = [(focus.coverage(s.termset, text=s.phrase_text), s) for s in sentences
-             if s.source.number == 1 and focus.matched_terms(s.termset) >= floor]
-    scored = [(c + _pairs_held(s, pairs), -i, s) for i, (c, s) in enumerate(close) if c >= opts.partial_coverage]
-    best = max(scored, key=lambda x: x[:2], default=None)
-    return best[2] if best else None
+def _label_of(finding: _Finding, question: Question, scores: Scores) -> str | None:
+    """What a finding is filed under: the planner's dimension it speaks to
+    best, else the part of a multi-part question it answers best, else
+    nothing (one question, one heading)."""
+    def best(parts: list[int]) -> int | None:
+        held = [(scores.relevance[k][finding.index], k) for k in parts if scores.eligible[k][finding.index]]
+        return max(held)[1] if held else None
+    dimension = best([k for k, p in enumerate(question.parts) if p.dimension])
+    if dimension is not None:
+        return _label(question.parts[dimension])
+    part = best([k for k, p in enumerate(question.parts) if not p.dimension]) if question.multi_part else None
+    return _label(question.parts[part]) if part is not None else None
 
 
-def _shown_quote(s: _Sentence) -> str:
-    """The quote as the report shows it: one line, an ellipsis where the
-    sentence goes on (the citation keeps the verbatim words only)."""
-    return " ".join(s.text.split()) + (" …" if s.clipped else "")
+def _lead(order: list[int], relevance: np.ndarray, found: list[Window], opts: ExtractiveOptions) -> int:
+    """A part's lead: the most relevant evidence, or one nearly as relevant
+    from a page the search ranked higher (retrieval judged whole pages; the
+    better-ranked page that answers leads)."""
+    close = [i for i in order if relevance[i] >= relevance[order[0]] - opts.rank_margin]
+    return min(close, key=lambda i: (found[i].source.number, -relevance[i]))
 
 
-def _insight(finding: _Finding, aspect: Aspect | None, lab: dict[str, str]) -> Insight:
-    domain, quote = finding.lead.source.domain, _shown_quote(finding.lead)
+def _insight(finding: _Finding, label: str | None, lab: dict[str, str]) -> Insight:
+    window = finding.window
+    quote = " ".join(window.text.split()) + (" …" if window.members[-1].clipped else "")
     others = len(finding.documents()) - 1
-    text = (lab["says_many"].format(domain=domain, others=others, count=others + 1, quote=quote,
+    text = (lab["says_many"].format(domain=window.source.domain, others=others, count=others + 1, quote=quote,
                                     sources="source" if others == 1 else "sources") if others
-            else lab["says_one"].format(domain=domain, quote=quote))
-    return Insight(text=text, dimension=aspect.label if aspect else None,
-                   citations=[s.source.cite(s.start, s.end) for s in [finding.lead, *finding.members]])
+            else lab["says_one"].format(domain=window.source.domain, quote=quote))
+    citations = [w.source.cite(w.start, w.end) for w in [window, *finding.members]]
+    return Insight(text=text, dimension=label, citations=citations)
 
 
-def _partial_insight(s: _Sentence, aspect: Aspect | None, lab: dict[str, str]) -> Insight:
-    return Insight(text=lab["says_partly"].format(domain=s.source.domain, quote=_shown_quote(s)),
-                   dimension=aspect.label if aspect else None, citations=[s.source.cite(s.start, s.end)])
+def _label(part: Part | None) -> str | None:
+    if part is None:
+        return None
+    return part.text if part.dimension else part.text.rstrip("?？ ")
 
 
 # -- key data points and contradictions ---------------------------------------------
@@ -296,9 +159,9 @@ def _partial_insight(s: _Sentence, aspect: Aspect | None, lab: dict[str, str]) -
 @dataclass
 class _Point:
     figure: Figure
-    sentence: _Sentence
+    sentence: Sentence
     relevance: float
-    corroborating: list[_Sentence] = field(default_factory=list)
+    corroborating: list[Sentence] = field(default_factory=list)
 
     @cached_property
     def measure_terms(self) -> frozenset[str]:
@@ -312,7 +175,7 @@ class _Point:
         return {self.sentence.source.document, *(c.source.document for c in self.corroborating)}
 
 
-def _points(sentences: list[_Sentence], relevance: list[float]) -> list[_Point]:
+def _points(sentences: list[Sentence], relevance: list[float]) -> list[_Point]:
     """Measures in the relevant sentences; the same figure for the same
     measure in another document corroborates instead of repeating."""
     points: list[_Point] = []
@@ -384,42 +247,40 @@ def _contradictions(points: list[_Point], lab: dict[str, str], limit: int,
 
 # -- gaps ------------------------------------------------------------------------------
 
-def _gaps(aspect_list: list[Aspect], sentences: list[_Sentence], focus: Focus, answered: bool, partly: bool,
-          lab: dict[str, str]) -> list[ContradictionOrGap]:
-    """What the sources do not cover: the question as a whole when no
-    sentence covers it (said differently when a closest sentence is quoted
-    as partial evidence), and each aspect no sentence of any source speaks to."""
-    gaps = [] if answered else [ContradictionOrGap(kind="gap", description=lab["no_answer_partly" if partly
-                                                                              else "no_answer"])]
-    for aspect in aspect_list:
-        if not any(focus.coverage(s.termset, list(aspect.terms)) >= ASPECT_COVERAGE for s in sentences):
-            gaps.append(ContradictionOrGap(kind="gap", description=lab["gap_dimension"].format(dimension=aspect.label),
-                                           dimension=aspect.label))
-    return gaps
+def _gaps(question: Question, answered: list[bool], sure: list[bool], lab: dict[str, str]) -> list[ContradictionOrGap]:
+    """What the sources do not answer: the question as a whole when no part
+    of it is answered clearly (said differently when passages touching it
+    are quoted), else each part no source speaks to clearly; and each of a
+    planner's dimensions no source speaks to."""
+    asked = [(p, a, s) for p, a, s in zip(question.parts, answered, sure) if not p.dimension]
+    if not any(s for _, _, s in asked):
+        gaps = [ContradictionOrGap(kind="gap", description=lab["no_answer_partly" if any(a for _, a, _ in asked)
+                                                                  else "no_answer"])]
+    else:
+        gaps = [ContradictionOrGap(kind="gap", description=lab["gap_part"].format(part=_label(p)), dimension=_label(p))
+                for p, _, s in asked if not s and question.multi_part]
+    return gaps + [ContradictionOrGap(kind="gap", description=lab["gap_dimension"].format(dimension=p.text),
+                                      dimension=p.text)
+                   for p, a in zip(question.parts, answered) if p.dimension and not a]
 
 
-def extractive_synthesis(sources: list[Source], question: str, plan: dict | None = None,
+def extractive_synthesis(sources: list[Source], question_text: str, plan: dict | None = None,
                          opts: ExtractiveOptions = ExtractiveOptions()) -> SynthesisResult:
-    language = detect_language(question)
-    lab = labels(language)
-    dims = plan_dimensions(plan)
+    question = read_question(question_text)
+    if (plan or {}).get("planner") != "keywords":  # a model planner's dimensions say what the topic spans
+        question = question.with_dimensions(plan_dimensions(plan))
+    lab = labels(question.language)
     if not sources:
-        return no_sources_result(question, language, dims, "extractive")
-    sentences = _sentences(sources, opts)
-    aspect_list = aspects(question, plan, dims)
-    focus = Focus.of(question, [(s.termset, s.phrase_text) for s in sentences],
-                     extra=[t for a in aspect_list for t in a.terms])
-    relevance = _relevance(sentences, question, aspect_list, focus, opts)
-    found = _findings(sentences, relevance, opts.pool)
-    picked = _pick(found, aspect_list, focus, opts)
-    insights = [_insight(f, _aspect_of(f.lead.termset, aspect_list, focus), lab) for f in picked]
-    closest = None if picked else _closest(sentences, question, focus, opts)
-    if closest is not None:
-        insights = [_partial_insight(closest, _aspect_of(closest.termset, aspect_list, focus), lab)]
-    points = _points(sentences, relevance)
+        return no_sources_result(question_text, question.language, [p.text for p in question.parts if p.dimension],
+                                 "extractive")
+    found = windows(candidates(sources))
+    scores = score(question, found)
+    picked = _pick(question, found, scores, opts)
+    insights = [_insight(f, _label_of(f, question, scores), lab) for f in picked]
+    points = _points([w.lead for w in found], [float(r) for r in scores.best_relevance()])
     issues = _contradictions(points, lab, opts.max_contradictions)
-    issues += _gaps(aspect_list, sentences, focus, bool(picked), closest is not None, lab)
-    result = SynthesisResult(question=question, language=language, synthesized_insights=insights,
+    issues += _gaps(question, scores.answered(), scores.sure(), lab)
+    result = SynthesisResult(question=question_text, language=question.language, synthesized_insights=insights,
                              key_data_points=[_data_point(p) for p in points[:opts.max_data_points]],
                              contradictions_or_gaps=issues, synthesizer="extractive")
     return finish(result, sources)

@@ -9,14 +9,14 @@ LABELS: dict[str, dict[str, str]] = {
     "en": {
         "no_sources": "No sources were found for this task, so there is no evidence to synthesize.",
         "gap_dimension": "No evidence was found for “{dimension}”.",
+        "gap_part": "The sources do not answer this part of the question: “{part}”.",
         "says_one": "{domain} reports: “{quote}”",
         "says_many": "{domain} and {others} other {sources} report: “{quote}”",
-        "says_partly": "{domain}, the source the search ranked first, comes closest but covers only part of "
-                       "the question: “{quote}”",
         "contradiction": "Sources may disagree on “{measure}”: {values}.",
-        "no_answer": "The sources found do not answer this question: no passage in them covers its key terms, so nothing is quoted.",
-        "no_answer_partly": "The sources found do not answer this question: no passage in them covers its key terms; "
-                            "only a passage covering part of it is quoted.",
+        "no_answer": "The sources found do not answer this question: no passage in them speaks to what it asks, "
+                     "so nothing is quoted.",
+        "no_answer_partly": "The sources found may not answer this question: no passage in them speaks clearly to "
+                            "what it asks; the passages quoted below only touch on it.",
         "title": "Research report",
         "summary": "Summary",
         "findings": "Key findings",
@@ -46,12 +46,12 @@ LABELS: dict[str, dict[str, str]] = {
     "zh": {
         "no_sources": "该任务没有找到任何来源，因此没有可供综合的证据。",
         "gap_dimension": "未找到关于“{dimension}”的证据。",
+        "gap_part": "来源没有回答问题的这一部分：“{part}”。",
         "says_one": "{domain} 指出：“{quote}”",
         "says_many": "{domain} 等 {count} 个来源指出：“{quote}”",
-        "says_partly": "{domain}（检索排名第一的来源）最为接近，但只涉及问题的一部分：“{quote}”",
         "contradiction": "各来源在“{measure}”上可能存在分歧：{values}。",
-        "no_answer": "找到的来源没有回答这个问题：没有任何段落涵盖其关键词，因此不引用任何内容。",
-        "no_answer_partly": "找到的来源没有回答这个问题：没有任何段落涵盖其关键词，仅引用了涉及其部分内容的段落。",
+        "no_answer": "找到的来源没有回答这个问题：没有哪一段讲到它问的内容，因此不作引用。",
+        "no_answer_partly": "找到的来源可能没有回答这个问题：没有哪一段明确讲到它问的内容，下面引用的段落只是与之相关。",
         "title": "研究报告",
         "summary": "执行摘要",
         "findings": "主要发现",

@@ -38,17 +38,19 @@ _PLAIN_PUNCT = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u20
 
 # A Latin sentence ends at . ! ? (and any closing quote or bracket) before
 # whitespace, so "3.5" and "pyproject.toml" stay whole; a CJK one needs none.
-_SENTENCE_END = re.compile(r"[.!?][\"'\u201d\u2019)\]]*(?=\s)|[\u3002\uff01\uff1f]")
+_SENTENCE_END = re.compile(r"[.!?][\"'\u201d\u2019)\]]*(?=\s)|[\u3002\uff01\uff1f\uff1b][\u201d\u2019\u300d\u300f\uff09]*")
 _LINE = re.compile(r"[^\n]+")
 _LINE_END = tuple(".!?;:\u3002\uff01\uff1f\uff1b\uff1a")
 _ENUMERATOR = re.compile(r"^\(?(?:\d{1,3}|[a-z]|[ivx]{1,4})[.)]$", re.I)
 
 
-def sentence_spans(text: str) -> list[tuple[int, int]]:
-    """[start, end) of each sentence of a text: offsets into the text itself,
-    so text[start:end] is the sentence verbatim (hard wraps and all)."""
+def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
+    """[start, end) of each sentence of a text (of one block of it, when
+    `start` and `end` are given): offsets into the text itself, so
+    text[start:end] is the sentence verbatim (hard wraps and all)."""
     spans: list[tuple[int, int]] = []
-    for start, end in _block_spans(text or ""):
+    blocks = block_spans(text or "") if end is None else [(start, end)]
+    for start, end in blocks:
         pos = start
         for match in _SENTENCE_END.finditer(text, start, end):
             piece = text[pos:match.end()].strip()
@@ -71,7 +73,7 @@ def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
-def _block_spans(text: str) -> list[tuple[int, int]]:
+def block_spans(text: str) -> list[tuple[int, int]]:
     """Paragraphs, with hard-wrapped lines kept together: a line continues on
     the next when it does not end a sentence and either is long (a wrap) or
     the next starts in lower case; short unpunctuated lines (headings, list

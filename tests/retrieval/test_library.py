@@ -131,7 +131,23 @@ def test_weak_match_scores_lower_than_strong_match(lib_settings):
 def test_content_text_is_truncated_to_the_setting(settings, docs):
     short = Settings(home=settings.home, library=docs, content_max_chars=200)
     hit = search(short, "tomato blight")[0]
-    assert len(hit.content_text) == 200 and hit.extra["content_truncated"]
+    assert len(hit.content_text) <= 200 and hit.extra["content_truncated"]
+
+
+def test_a_long_document_is_stored_around_its_passage_that_answers(settings, tmp_path):
+    """Past SEARCHLAKE_CONTENT_MAX_CHARS a document keeps the stretch around
+    what the question asks, not its first pages, so the answer can be quoted."""
+    folder = tmp_path / "long"
+    folder.mkdir()
+    filler = "\n\n".join(f"Section {n}. The garden needs watering in dry weeks and mulch in spring." for n in range(400))
+    answer = "Tomato blight is stopped by removing infected leaves and spraying copper fungicide."
+    (folder / "garden.md").write_text(f"# Garden notes\n\n{filler}\n\n{answer}\n\n{filler}", encoding="utf-8")
+    short = Settings(home=settings.home, library=folder, content_max_chars=2000)
+    hit = search(short, "How do I stop tomato blight?")[0]
+    text = (folder / "garden.md").read_text(encoding="utf-8")
+    offset = hit.extra["content_offset"]
+    assert answer in hit.content_text and len(hit.content_text) <= 2000
+    assert text[offset:offset + len(hit.content_text)] == hit.content_text  # a verbatim stretch of the document
 
 
 # -- re-indexing ------------------------------------------------------------------

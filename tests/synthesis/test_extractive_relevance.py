@@ -1,7 +1,8 @@
 """What a reader of the extractive report relies on: the sentences quoted
 answer the question (not a title, not a sentence sharing one common word),
-labels come from the question's words, one page is one source, data points
-are measures, and a question the sources do not cover is said to be one."""
+findings are filed under the question's own parts, one page is one source,
+data points are measures, and a question the sources do not cover is said
+to be one."""
 
 from __future__ import annotations
 
@@ -45,8 +46,8 @@ def test_quotes_answer_the_question_and_never_a_title_or_a_one_word_match():
                       "The try statement", EXCEPTIONS_PAGE)]
     result = extractive_synthesis(sources, "How does Python's garbage collector handle reference cycles?")
     quoted = quotes(result)
-    assert quoted[0] == ("The cyclic garbage collector detects reference cycles and deletes the objects in "
-                         "them when no outside reference keeps them alive.")
+    assert ("The cyclic garbage collector detects reference cycles and deletes the objects in them when no outside "
+            "reference keeps them alive.") in quoted[0]
     assert not [q for q in quoted if "single-precision" in q or "exception group" in q or "except clause" in q]
     assert "Objects, values and types" not in quoted and "The try statement" not in quoted
     for citation in result.all_citations():
@@ -54,17 +55,18 @@ def test_quotes_answer_the_question_and_never_a_title_or_a_one_word_match():
         assert text[citation.start:citation.end] == citation.quote  # verbatim, hard wraps and all
 
 
-def test_labels_are_the_questions_words_never_a_stem_or_a_framing_word():
+def test_findings_are_filed_under_the_parts_of_the_question_never_a_stem_or_a_framing_word():
     text = ("A decorator is a callable that takes a function and returns a replacement function.\n\n"
             "Decorator expressions are evaluated when the function is defined.\n")
     sources = [source(1, "https://docs.python.org/3.11/glossary.html", "Glossary", text)]
-    for question in ("How do decorators work?", "How does a decorator work?", "What happens between decorators?"):
+    for question in ("How do decorators work?", "How does a decorator work?"):
         result = extractive_synthesis(sources, question)
-        names = {i.dimension for i in result.synthesized_insights} | {
-            d.name for d in extractive_blueprint(result).coreDrivers}
         assert result.synthesized_insights, question
-        assert names & {"decorators", "decorator"}, names
-        assert not names & {"doe", "does", "work", "happens", "happen", "between", "do", None}, names
+        assert {i.dimension for i in result.synthesized_insights} == {None}  # one question: no made-up label
+    two = "When are decorator expressions evaluated, and what does a decorator return?"
+    labels = {i.dimension for i in extractive_synthesis(sources, two).synthesized_insights}
+    assert labels <= {"When are decorator expressions evaluated", "what does a decorator return"}, labels
+    assert len(labels) == 2
 
 
 def test_two_topics_of_one_page_are_one_source_and_another_page_corroborates():
@@ -101,8 +103,8 @@ def test_a_question_the_sources_do_not_cover_says_so_and_quotes_nothing():
     result = extractive_synthesis(sources, "How do I bake sourdough bread?")
     assert result.synthesized_insights == [] and result.key_data_points == [] and result.all_citations() == []
     gaps = [g.description for g in result.contradictions_or_gaps if g.kind == "gap"]
-    assert gaps[0].startswith("The sources found do not answer this question")
-    assert any("sourdough bread" in g for g in gaps)
+    assert gaps == ["The sources found do not answer this question: no passage in them speaks to what it asks, "
+                    "so nothing is quoted."]
 
 
 def test_the_answering_sentence_of_a_page_is_quoted_not_its_first_match():
@@ -134,10 +136,10 @@ def test_a_faq_question_is_no_evidence_and_the_defining_sentence_leads():
     sources = [source(1, "https://docs.python.org/3.11/reference/compound_stmts.html", "Compound statements", text)]
     quoted = quotes(extractive_synthesis(sources, "What does the with statement do?"))
     assert quoted[0].startswith("The with statement is used to wrap the execution of a block")
-    assert not [q for q in quoted if q.endswith("?") or q.startswith("The try statement")]
+    assert not [q for q in quoted if q.endswith("?")]
 
 
-def test_the_page_retrieval_ranked_first_leads_when_it_speaks_to_the_question():
+def test_both_pages_that_answer_are_quoted_at_their_answering_sentence():
     yield_page = ("Yield expressions\n*****************\n\n"
                   "When a generator function is called, it returns an iterator known as a generator, which then "
                   "controls the execution of the generator function.\n")
@@ -149,9 +151,10 @@ def test_the_page_retrieval_ranked_first_leads_when_it_speaks_to_the_question():
               source(2, "https://docs.python.org/3.11/reference/expressions.html?topic=yieldexpr#yieldexpr",
                      "Yield expressions", yield_page)]
     result = extractive_synthesis(ranked, "What does calling a generator function return?")
-    leads = [i.citations[0] for i in result.synthesized_insights]
-    assert [c.source_id for c in leads] == ["s1", "s2"]  # both pages answer; the better-ranked one first
-    assert leads[0].quote.startswith("A generator function is a function which uses the yield statement")
+    leads = {i.citations[0].source_id: i.citations[0].quote for i in result.synthesized_insights}
+    assert set(leads) == {"s1", "s2"}  # both pages answer
+    assert leads["s1"].startswith("A generator function is a function which uses the yield statement")
+    assert leads["s2"].startswith("When a generator function is called, it returns an iterator")
     assert not [q for q in quotes(result) if "first-class" in q]  # its rank quotes no off-topic sentence
 
 
@@ -164,29 +167,32 @@ FORMAT_PAGE = ("Format specification\n********************\n\n"
                "A general convention is that an empty format specification produces the same result as str().\n")
 
 
-def test_no_sentence_covers_the_question_so_the_first_ranked_page_leads_said_to_cover_part_of_it():
+def test_sources_that_only_touch_the_question_are_quoted_with_a_caution():
     sources = [source(1, f"{DATAMODEL}?topic=types#types", "The standard type hierarchy", TYPES_PAGE),
                source(2, "https://docs.python.org/3.11/library/string.html?topic=formatstrings#formatstrings",
                       "Format specification", FORMAT_PAGE)]
-    result = extractive_synthesis(sources, "How does a generator function produce values one at a time?")
-    (insight,) = result.synthesized_insights
-    (citation,) = insight.citations
-    assert citation.source_id == "s1" and citation.verified
-    assert citation.quote.startswith("A function or method which uses the yield statement")  # not the literals one
-    assert TYPES_PAGE[citation.start:citation.end] == citation.quote
-    assert "covers only part of the question" in insight.text
+    result = extractive_synthesis(sources, "Why does a generator function keep its local variables between values?")
+    lead = result.synthesized_insights[0].citations[0]
+    assert lead.source_id == "s1" and lead.verified
+    assert lead.quote.startswith("A function or method which uses the yield statement")  # not the literals one
+    assert TYPES_PAGE[lead.start:lead.end] == lead.quote
+    assert not [q for q in quotes(result) if "format specification" in q]  # the other page is not about it
     gaps = [g.description for g in result.contradictions_or_gaps if g.kind == "gap"]
-    assert gaps[0].startswith("The sources found do not answer this question")
-    assert "only a passage covering part of it is quoted" in gaps[0]
+    assert gaps[0].startswith("The sources found may not answer this question")
+    assert "only touch on it" in gaps[0]
 
 
-def test_a_page_ranked_below_the_first_is_never_quoted_as_partial_evidence():
-    sources = [source(1, "https://docs.python.org/3.11/library/string.html?topic=formatstrings#formatstrings",
-                      "Format specification", FORMAT_PAGE),
-               source(2, f"{DATAMODEL}?topic=types#types", "The standard type hierarchy", TYPES_PAGE)]
-    result = extractive_synthesis(sources, "How does a generator function produce values one at a time?")
-    assert result.synthesized_insights == [] and result.all_citations() == []
-    assert "nothing is quoted" in result.contradictions_or_gaps[0].description
+def test_a_multi_part_question_gets_each_part_answered_or_named_as_a_gap():
+    text = ("# Sourdough\n\nLet the dough rest for 30 to 45 minutes before shaping.\n\n"
+            "Bake it in the oven at 230 °C for the first 20 minutes with the lid on.\n")
+    sources = [source(1, "file:///notes/sourdough.md", "Sourdough", text)]
+    result = extractive_synthesis(sources, "How long should the dough rest, and what temperature is the oven?")
+    said = " ".join(i.text for i in result.synthesized_insights)
+    assert "30 to 45 minutes" in said and "230 °C" in said  # each part: a duration, a temperature
+    assert not [g for g in result.contradictions_or_gaps if g.kind == "gap"]
+    missing = extractive_synthesis(sources, "How long should the dough rest, and which flour gives the best crust?")
+    gaps = [g.description for g in missing.contradictions_or_gaps if g.kind == "gap"]
+    assert gaps == ["The sources do not answer this part of the question: “which flour gives the best crust”."]
 
 
 def test_a_partial_passage_never_displaces_a_sentence_that_covers_the_question():

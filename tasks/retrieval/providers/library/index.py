@@ -45,9 +45,9 @@ from tasks.common.settings import Settings
 from tasks.common.text import terms
 from tasks.retrieval.providers.library.documents import (Corpus, DocumentFile, Skip, SkipFile, corpus_for, extract,
                                                          passages)
+from tasks.retrieval.bm25 import B, K1
 from tasks.retrieval.providers.library.embeddings import DIM, embed
 
-K1, B = 1.2, 0.75
 STORE_FORMAT = 2  # bump when the stored terms change meaning (tokenizer, stemmer)
 
 
