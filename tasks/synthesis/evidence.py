@@ -253,7 +253,8 @@ def quotable(sentence: str) -> bool:
         return False
     if sum(ch.isalpha() or ch.isspace() for ch in flat) < 0.6 * len(flat):
         return False
-    return has_cjk(flat) or len(flat.split()) >= 3
+    # a few Chinese characters among names and paths are a label, not a statement
+    return sum(len(run) for run in CJK_RUN.findall(flat)) >= 6 or len(flat.split()) >= 3 and not has_cjk(flat)
 
 
 # -- answer types --------------------------------------------------------------------
