@@ -41,6 +41,7 @@ _PLAIN_PUNCT = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u20
 _SENTENCE_END = re.compile(r"[.!?][\"'\u201d\u2019)\]]*(?=\s)|[\u3002\uff01\uff1f\uff1b][\u201d\u2019\u300d\u300f\uff09]*")
 _LINE = re.compile(r"[^\n]+")
 _LINE_END = tuple(".!?;:\u3002\uff01\uff1f\uff1b\uff1a")
+_CLAUSE_END = tuple(",\uff0c\u3001")  # a line ending mid-clause goes on on the next
 _ENUMERATOR = re.compile(r"^\(?(?:\d{1,3}|[a-z]|[ivx]{1,4})[.)]$", re.I)
 
 
@@ -75,9 +76,11 @@ def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:
 
 def block_spans(text: str) -> list[tuple[int, int]]:
     """Paragraphs, with hard-wrapped lines kept together: a line continues on
-    the next when it does not end a sentence and either is long (a wrap) or
-    the next starts in lower case; short unpunctuated lines (headings, list
-    items) stay on their own, and a blank line always ends a paragraph."""
+    the next when it does not end a sentence and either is long (a wrap; a
+    CJK character counts twice), ends mid-clause (a comma), runs Chinese on
+    into Chinese past a heading's length, or the next starts in lower case;
+    short unpunctuated lines (headings, list items) stay on their own, and a
+    blank line always ends a paragraph."""
     blocks: list[tuple[int, int]] = []
     start = end = -1
     last_line = ""
@@ -88,7 +91,8 @@ def block_spans(text: str) -> list[tuple[int, int]]:
         line_start, line_end = _trimmed(text, match.start(), match.end())
         blank_before = start >= 0 and text.count("\n", end, line_start) >= 2
         joins = (start >= 0 and not blank_before and not last_line.endswith(_LINE_END)
-                 and (len(last_line) >= 50 or line[:1].islower()))
+                 and (weight_len(last_line) >= 50 or line[:1].islower() or last_line.endswith(_CLAUSE_END)
+                      or (weight_len(last_line) >= 24 and has_cjk(last_line[-1:]) and has_cjk(line[:1]))))
         if joins:
             end = line_end
         else:

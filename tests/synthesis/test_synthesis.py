@@ -41,6 +41,15 @@ def test_quote_check_ignores_case_whitespace_and_quote_style():
     assert locate("", text) is None
 
 
+def test_chinese_sentences_end_at_full_stops_and_semicolons_and_run_on_across_wrapped_lines():
+    text = ("第 3 章 系统初始化\n系统服务由 systemd 管理，启用一个服务会在\n对应的目录里创建符号链接，它们\n"
+            "因此安装的单元会在启动时运行；停用则删除链接。\n\n第二段。")
+    assert [" ".join(text[s:e].split()) for s, e in sentence_spans(text)] == [
+        "第 3 章 系统初始化",
+        "系统服务由 systemd 管理，启用一个服务会在 对应的目录里创建符号链接，它们 因此安装的单元会在启动时运行；",
+        "停用则删除链接。", "第二段。"]
+
+
 CHINESE = "要让服务开机自动启动，请运行 systemctl enable 命令：它会创建所需的符号链接；之后无需手动启动。"
 
 
