@@ -131,7 +131,7 @@ def test_research_runs_in_a_running_serve(user, lake, error_lines_of):
         assert not error_lines_of(done.stderr)
         # the terminal still shows the run plan and the stages, then the summary
         assert "task id:  through-serve" in done.stderr and "· searching in parallel" in done.stderr
-        assert "status:        complete" in done.stdout and "top sources of through-serve" in done.stdout
+        assert "status:   complete in " in done.stdout and "• " in done.stdout  # the answer, then the run in a line
         (row,) = lake.dicts("SELECT status, filtered_count FROM runs WHERE task_id = 'through-serve'")
         assert row == {"status": "complete", "filtered_count": 2}
         assert httpx.get(f"{record['url']}/tasks/through-serve", timeout=10).status_code == 200
@@ -166,7 +166,7 @@ def test_research_starts_a_background_server_that_stops_when_idle(user, lake, er
         outcomes = [(p.wait(timeout=600), *p.communicate()) for p in together]
         for code, stdout, stderr in outcomes:
             servers |= started_pids(stderr)
-            assert code == 0 and "status:        complete" in stdout, stderr
+            assert code == 0 and "status:   complete in " in stdout, stderr
             assert not error_lines_of(stderr)
         (url,) = {re.search(r"running in searchlake serve at (\S+)", stderr)[1] for _, _, stderr in outcomes}
         assert len(servers) == 1 and sum("started searchlake serve" in e for _, _, e in outcomes) == 1
