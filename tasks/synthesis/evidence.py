@@ -64,6 +64,7 @@ SENTENCES_PER_SOURCE = 400
 SHORT_BLOCK = 200      # a block this long or shorter is a list item or a line, not a paragraph
 SHORT_SECTION = 800    # a section this long or shorter is read as one unit
 DEFINING_HEAD = 4      # words a defining sentence names its subject within
+CODE_CHARS = 300       # a code line or block longer than this is not quoted
 
 
 # -- candidates --------------------------------------------------------------------
@@ -71,6 +72,9 @@ DEFINING_HEAD = 4      # words a defining sentence names its subject within
 _CODE_MARKS = ("::=", ">>>", "{", "}", " == ", "->", "$ ")
 _BULLET = re.compile(r"^(?:[-*•·]|\d{1,2}[.)]|[a-z][.)])\s+")
 _ENDS_SENTENCE = re.compile(r"[.!?:;\u3002\uff01\uff1f\uff1b\uff1a][\"'\u201d\u2019)\]]*$")
+_CODE_LINE = re.compile(r"^\s*[$#%>] |::|\s--?[a-z]|[=/\\|{}<>\[\]]|^\s*[a-z][\w.-]*(?:\s+[\w./=-]+)+\s*$")
+# a sentence that introduces what follows it: a command, a setting, a list
+_INTRODUCES = re.compile(r"[:：]\s*$|如下|下面|下列|以下|as follows|the following|below\b", re.IGNORECASE)
 _PRONOUN_START = re.compile(r"^(?:it|this|that|these|those|they|he|she|such|then|so|also|but)\b|^[这它其此该]",
                             re.IGNORECASE)
 
@@ -86,6 +90,7 @@ class Sentence:
     heading: str
     short_block: bool = False  # its block is a list item or a line, not a paragraph of prose
     short_section: bool = False  # its section is a few lines, one unit of meaning
+    statement: bool = True     # a sentence to quote as evidence; else a line of code it may introduce
 
     @property
     def text(self) -> str:
@@ -187,9 +192,13 @@ def candidates(sources: list[Source]) -> list[Sentence]:
                 bullet = _BULLET.match(text[s:e])
                 s += len(bullet.group()) if bullet else 0
                 sentence = text[s:e]
-                if quotable(sentence) and fold(sentence) != title:
-                    quoted = s + len(clip(sentence, QUOTE_CHARS))
-                    sentences.append(Sentence(source, s, quoted, e, block_no, section, heading, short))
+                if fold(sentence) == title or not sentence.strip():
+                    continue
+                statement = quotable(sentence)
+                if statement or _is_code(sentence):  # code is quoted only after a sentence that introduces it
+                    quoted = s + len(clip(sentence, QUOTE_CHARS)) if statement else e
+                    sentences.append(Sentence(source, s, quoted, e, block_no, section, heading, short,
+                                              statement=statement))
     _mark_short_sections(sentences)
     return sentences
 
@@ -206,23 +215,27 @@ def _mark_short_sections(sentences: list[Sentence]) -> None:
 def windows(sentences: list[Sentence]) -> list[Window]:
     """The candidates: each sentence on its own (a quote grows from the one
     chosen, see `quote_from`)."""
-    return [Window(i, i, sentences) for i in range(len(sentences))]
+    return [Window(i, i, sentences) for i, s in enumerate(sentences) if s.statement]
 
 
-def quote_from(window: Window, taken: set[int], related: np.ndarray, limit: int) -> Window:
+def quote_from(window: Window, taken: set[int], related: set[int], limit: int) -> Window:
     """The quote a chosen sentence leads: with the sentence before when it
     opens on a word pointing back to it ("It", "This", "这"), and the
     sentences after it that go on answering — the rest of its paragraph, the
     next items of its list, a next paragraph of a short section when it is
-    `related` to the question — while the quote stays within `limit`
-    characters and they are not quoted elsewhere."""
+    `related` to the question (indices of such sentences), the code a
+    sentence introduces ("… set it as follows:") — while the quote stays
+    within `limit` characters and they are not quoted elsewhere."""
     first, last, sentences = window.first, window.last, window.sentences
     if _dangling(window) and first - 1 not in taken:
         first -= 1
     while last + 1 < len(sentences) and last + 1 not in taken and sentences[last + 1].end - sentences[first].start <= limit:
         a, b = sentences[last], sentences[last + 1]
-        if not (a.source is b.source and (a.block == b.block or (a.section == b.section and (
-                (a.short_block and b.short_block) or (a.short_section and related[last + 1]))))):
+        if not b.statement:
+            if not (a.source is b.source and a.section == b.section and (not a.statement or _INTRODUCES.search(a.text))):
+                break
+        elif not (a.source is b.source and a.statement and (a.block == b.block or (a.section == b.section and (
+                (a.short_block and b.short_block) or (a.short_section and last + 1 in related))))):
             break
         last += 1
     return Window(first, last, sentences)
@@ -237,10 +250,16 @@ def continues(a: Sentence, b: Sentence) -> bool:
 
 
 def _is_heading(block: str) -> bool:
-    """A block of one short line that states nothing ("## Setup", "How long")."""
+    """A block of one short line that states nothing ("## Setup", "How long");
+    not a line of code."""
     flat = " ".join(block.split())
     return "\n" not in block.strip() and (flat.startswith("#") or (weight_len(flat) <= 60 and not
-                                                                     _ENDS_SENTENCE.search(flat)))
+                                                                     _ENDS_SENTENCE.search(flat) and not _is_code(flat)))
+
+
+def _is_code(text: str) -> bool:
+    """A command, a configuration line or a path: what documentation shows in code blocks."""
+    return bool(_CODE_LINE.search(text)) and weight_len(" ".join(text.split())) <= CODE_CHARS
 
 
 def quotable(sentence: str) -> bool:

@@ -71,7 +71,7 @@ def _pick(question: Question, found: list[Window], scores: Scores, opts: Extract
     no sentence is quoted twice."""
     best = scores.best_relevance()
     wanted = np.any(scores.eligible, axis=0)
-    related = scores.related()
+    related = {found[i].first for i in np.flatnonzero(scores.related())}
     chosen: list[_Finding] = []
     used: set[int] = set()
     per_doc: dict[str, int] = {}

@@ -145,9 +145,9 @@ def test_a_long_document_is_stored_around_its_passage_that_answers(settings, tmp
     short = Settings(home=settings.home, library=folder, content_max_chars=2000)
     hit = search(short, "How do I stop tomato blight?")[0]
     text = (folder / "garden.md").read_text(encoding="utf-8")
-    offset = hit.extra["content_offset"]
     assert answer in hit.content_text and len(hit.content_text) <= 2000
-    assert text[offset:offset + len(hit.content_text)] == hit.content_text  # a verbatim stretch of the document
+    pieces = [text[start:end] for start, end in hit.extra["content_spans"]]
+    assert hit.content_text == "\n\n[…]\n\n".join(pieces)  # verbatim stretches of the document
 
 
 # -- re-indexing ------------------------------------------------------------------

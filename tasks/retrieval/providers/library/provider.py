@@ -104,22 +104,23 @@ class LibraryProvider:
         found = ranking(index, query.text)
         question = ranking(index, query.question) if query.question else None
         keys = list(dict.fromkeys(terms(query.text)))
-        # a long document is stored as its part around what the task asks
+        # a long document is stored as its parts about what the task asks
         focus = question if question is not None else found
-        return [self._hit(index, int(found.passage[doc]), float(found.score[doc]), keys,
-                          None if question is None else float(question.score[doc]), int(focus.passage[doc]))
+        return [self._hit(index, int(doc), int(found.passage[doc]), float(found.score[doc]), keys,
+                          None if question is None else float(question.score[doc]), focus.passages)
                 for doc in found.order[:max_results]]
 
-    def _hit(self, index: LibraryIndex, passage: int, score: float, keys: list[str],
-             question_score: float | None, focus: int) -> Hit:
+    def _hit(self, index: LibraryIndex, doc_no: int, passage: int, score: float, keys: list[str],
+             question_score: float | None, focus: np.ndarray) -> Hit:
         doc, number, text = index.passage(passage)
-        _, focus_number, _ = index.passage(focus)
-        start, end = excerpt(doc.text, doc.spans[focus_number], self.settings.content_max_chars)
+        start, end = int(index.doc_start[doc_no]), int(index.doc_start[doc_no + 1])
+        best_first = [int(i) for i in np.argsort(-focus[start:end], kind="stable")]
+        stored, spans = excerpt(doc.text, [doc.spans[i] for i in best_first], self.settings.content_max_chars)
         return Hit(
             url=doc.url,
             title=doc.title,
             snippet=best_window(text, keys),
-            content_text=doc.text[start:end],
+            content_text=stored,
             provider_score=score,
             question_score=question_score,
             extra={
@@ -128,8 +129,8 @@ class LibraryProvider:
                 "kind": doc.kind,
                 "passage_no": number,
                 "modified_at": datetime.fromtimestamp(doc.mtime, timezone.utc).isoformat(),
-                "content_truncated": end - start < len(doc.text),
-                "content_offset": start,
+                "content_truncated": len(stored) < len(doc.text),
+                "content_spans": spans,
             },
         )
 
@@ -145,6 +146,7 @@ class Ranking:
     order: np.ndarray  # the matching documents, best first
     score: np.ndarray  # per document, in [0, 1]
     passage: np.ndarray  # per document, the passage shown as its snippet
+    passages: np.ndarray  # per passage, its (expanded) lexical score
 
 
 def ranking(index: LibraryIndex, text: str) -> Ranking:
@@ -172,7 +174,7 @@ def _ranking(index: LibraryIndex, text: str) -> Ranking:
     best_lexical, where = index.best_passages(expanded)
     if not len(matching):
         empty = np.zeros(len(index.documents))
-        return Ranking(np.zeros(0, dtype=int), empty, where)
+        return Ranking(np.zeros(0, dtype=int), empty, where, expanded)
     fused, lists = _rrf(lexical[matching]), 1
     if not is_cjk(text):  # the dense model is English only: on Chinese text it measured worse than none
         dense, _ = index.best_passages(index.vectors @ embed([text])[0])
@@ -180,7 +182,7 @@ def _ranking(index: LibraryIndex, text: str) -> Ranking:
     score = np.zeros(len(index.documents))
     score[matching] = coverage(index, wanted, first) * fused / (lists / (RRF_K + 1))
     order = matching[np.argsort(-fused, kind="stable")]
-    return Ranking(order, np.round(score, 6), where)
+    return Ranking(order, np.round(score, 6), where, expanded)
 
 
 def aggregate(index: LibraryIndex, scores: np.ndarray) -> np.ndarray:
@@ -209,17 +211,41 @@ def coverage(index: LibraryIndex, wanted: list[str], first: np.ndarray) -> float
     return calibrated_score(float(first[best]), sum(idf.values()), sum(v for t, v in idf.items() if t in held))
 
 
-def excerpt(text: str, passage: tuple[int, int], limit: int) -> tuple[int, int]:
-    """[start, end) of at most `limit` characters of a document: all of it
-    when it fits, else the stretch around one passage (a third before it,
-    the rest from it on), starting at a paragraph so sentences stay whole."""
+EXCERPT_CONTEXT = 800  # characters of context kept around each passage of a long document's excerpt
+EXCERPT_GAP = "\n\n[…]\n\n"
+
+
+def excerpt(text: str, passages: list[tuple[int, int]], limit: int) -> tuple[str, list[list[int]]]:
+    """A document as stored, at most `limit` characters: all of it when it
+    fits; else its passages best first (`passages`), each with some context
+    and from the start of its paragraph, while they fit, in the document's
+    order and joined by "[…]" — every piece verbatim. Returns the text and
+    the [start, end) offsets in the document of its pieces."""
     if len(text) <= limit:
-        return 0, len(text)
-    start = max(0, min(passage[0] - limit // 3, len(text) - limit))
-    if start:
-        paragraph = text.find("\n\n", start, passage[0])
-        start = paragraph + 2 if paragraph >= 0 else start
-    return start, min(len(text), start + limit)
+        return text, [[0, len(text)]]
+    pieces: list[list[int]] = []
+    for start, end in passages:
+        start = _paragraph_start(text, max(0, start - EXCERPT_CONTEXT // 2))
+        end = min(len(text), end + EXCERPT_CONTEXT)
+        merged = sorted(pieces + [[start, end]])
+        joined = [merged[0]]
+        for piece in merged[1:]:
+            if piece[0] <= joined[-1][1]:
+                joined[-1][1] = max(joined[-1][1], piece[1])
+            else:
+                joined.append(piece)
+        if sum(e - s for s, e in joined) + len(EXCERPT_GAP) * (len(joined) - 1) > limit:
+            break
+        pieces = joined
+    if not pieces:  # the best passage alone is longer than the limit
+        start = _paragraph_start(text, passages[0][0]) if passages else 0
+        pieces = [[start, min(len(text), start + limit)]]
+    return EXCERPT_GAP.join(text[s:e] for s, e in pieces), pieces
+
+
+def _paragraph_start(text: str, at: int) -> int:
+    paragraph = text.rfind("\n\n", 0, at)
+    return paragraph + 2 if paragraph >= 0 and at - paragraph < EXCERPT_CONTEXT else at
 
 
 # -- snippets -------------------------------------------------------------------
