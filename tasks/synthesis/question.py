@@ -173,8 +173,9 @@ def holds(word: str, termset: frozenset[str], text: str) -> bool:
     word: a Chinese word, or one of the shorter words it is made of."""
     if CJK_RUN.match(word):
         return any(w in text for w in word.split("|"))
-    if " " in word:  # a named keyword: the pair as written
-        return re.search(rf"(?<![^\W_]){re.escape(word)}", text) is not None
+    if " " in word:  # a named keyword: the pair as written, the keyword perhaps in quotes ('"with" statement')
+        keyword, noun = word.split(" ", 1)
+        return re.search(rf"(?<![^\W_])[\"'`‘“]?{re.escape(keyword)}[\"'`’”]?\s+{re.escape(noun)}", text) is not None
     return word in termset
 
 
