@@ -40,12 +40,12 @@ from tasks.synthesis.question import Part, Question, read_question
 @dataclass(frozen=True)
 class ExtractiveOptions:
     max_insights: int = 8
-    per_document: int = 4
+    per_document: int = 6
     max_data_points: int = 10
     max_contradictions: int = 5
     diversity: float = 0.3      # MMR: weight of similarity to what is already quoted
     pool: int = 300
-    quote_chars: int = 500      # a quote runs on through its section up to this length
+    quote_chars: int = 800      # a quote runs on through its section up to this length
     fill_share: float = 0.5     # more quotes than the leads: support at least this share of the best
     rank_margin: float = 0.15   # a better-ranked page's evidence leads when its relevance is this close
 
