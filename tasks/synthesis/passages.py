@@ -1,14 +1,12 @@
 """Plain-text tools of the extractive synthesizer: sentence spans (Latin
-and CJK punctuation, offsets into the text), BM25 ranking, near-duplicate
-detection, locating quotes, and figures-with-units extraction. Words and
+and CJK punctuation, offsets into the text), near-duplicate detection,
+locating quotes, and figures-with-units extraction. Words and
 terms come from the one text module, tasks/common/text.py. No model, no I/O."""
 
 from __future__ import annotations
 
-import math
 import re
 import unicodedata
-from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from tasks.common.text import CJK_RUN
@@ -191,34 +189,6 @@ def locate(quote: str, text: str) -> tuple[int, int] | None:
 
 
 # -- ranking -------------------------------------------------------------------
-
-class BM25:
-    """Okapi BM25 over tokenized documents, with an inverted index so a query
-    touches only the documents that share a term with it."""
-
-    def __init__(self, docs: list[list[str]], k1: float = 1.2, b: float = 0.75):
-        self.k1, self.b = k1, b
-        self.n = len(docs)
-        self.lengths = [len(d) for d in docs]
-        self.avg = (sum(self.lengths) / self.n) if self.n else 0.0
-        self.postings: dict[str, list[tuple[int, int]]] = defaultdict(list)
-        for index, doc in enumerate(docs):
-            for term, count in Counter(doc).items():
-                self.postings[term].append((index, count))
-
-    def idf(self, term: str) -> float:
-        df = len(self.postings.get(term, ()))
-        return math.log(1 + (self.n - df + 0.5) / (df + 0.5))
-
-    def scores(self, query: list[str]) -> list[float]:
-        out = [0.0] * self.n
-        for term in set(query):
-            idf = self.idf(term)
-            for index, tf in self.postings.get(term, ()):
-                norm = self.k1 * (1 - self.b + self.b * self.lengths[index] / (self.avg or 1))
-                out[index] += idf * tf * (self.k1 + 1) / (tf + norm)
-        return out
-
 
 def jaccard(a: set, b: set) -> float:
     if not a or not b:
