@@ -52,7 +52,7 @@ def _wrapped(text: str, width: int, bullet: str = "", hang: int | None = None) -
     width = max(40, width)
     lines, line = [], bullet
     for piece in _PIECES.findall(" ".join(text.split())):
-        if line.strip() and cell_len(line.rstrip() + piece.rstrip()) > width and piece[0] not in _NO_LINE_START:
+        if line.strip() and cell_len(line + piece.rstrip()) > width and piece[0] not in _NO_LINE_START:
             lines.append(line.rstrip())
             line = indent
             piece = piece.lstrip()
@@ -68,4 +68,5 @@ def _wrapped(text: str, width: int, bullet: str = "", hang: int | None = None) -
 
 _NO_LINE_START = "，。、；：！？）」』”’,.;:!?)"
 # A word with the space after it, or one character of text without spaces.
-_PIECES = re.compile(f"[{CJK_CHARS}\u3000-\u303f\uff00-\uffef] ?|[^\\s{CJK_CHARS}\u3000-\u303f\uff00-\uffef]+ ?| ")
+_NOT_SPACED = f"{CJK_CHARS}\u3000-\u303f\uff00-\uffef"  # written without spaces between words
+_PIECES = re.compile(f"[{_NOT_SPACED}] ?|[^\\s{_NOT_SPACED}]+ ?| ")

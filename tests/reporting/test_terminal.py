@@ -1,0 +1,46 @@
+"""The answer as the terminal prints it: lines within the width (a CJK
+character takes two cells), words never split, closing punctuation never
+opening a line, every URL whole."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given
+from hypothesis import strategies as st
+from rich.cells import cell_len
+
+from schemas.report import ReportSource, ResearchReport
+from tasks.reporting.terminal import _wrapped, answer_lines
+from tasks.synthesis.base import Source
+from tasks.synthesis.extractive import extractive_synthesis
+
+WORDS = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=12)
+
+
+@given(st.lists(WORDS, min_size=1, max_size=60), st.integers(40, 100))
+def test_english_lines_fit_and_no_word_is_split(words, width):
+    lines = _wrapped(" ".join(words), width, bullet="• ")
+    assert all(cell_len(line) <= width for line in lines)
+    assert " ".join(line.removeprefix("• ").strip() for line in lines).split() == words
+
+
+def test_chinese_lines_count_two_cells_a_character_and_never_open_on_a_comma():
+    text = "要让服务开机自动启动，请运行 systemctl enable 命令：它会创建所需的符号链接；之后无需手动启动。" * 3
+    lines = _wrapped(text, 40, bullet="• ")
+    assert all(cell_len(line) <= 42 for line in lines)  # a full-width comma may hang past the edge
+    assert not [line for line in lines[1:] if line.strip()[:1] in "，。；："]
+    assert "".join(line.removeprefix("• ").strip() for line in lines).replace(" ", "") == text.replace(" ", "")
+
+
+def test_the_answer_names_its_sources_with_whole_urls():
+    url = "https://docs.python.org/3.11/reference/datamodel.html?topic=customization#customization-and-more"
+    source = Source(number=1, source_id="s1", url=url, title="Basic customization",
+                    content_text="The cyclic garbage collector detects reference cycles and deletes them.")
+    synthesis = extractive_synthesis([source], "How does the garbage collector handle reference cycles?")
+    report = ResearchReport(markdown="", synthesis=synthesis,
+                            sources=[ReportSource(title="Basic customization", url=url, noteIndex=1, sourceId="s1")])
+    lines = answer_lines(report, width=60)
+    assert lines[0] == synthesis.question
+    assert any(re.search(r"\[1\]$", line) for line in lines)
+    assert "    " + url in lines and "Sources" in lines
