@@ -31,7 +31,8 @@ import numpy as np
 from schemas.report import ContradictionOrGap, Insight, KeyDataPoint, SynthesisResult
 from tasks.common.text import terms
 from tasks.synthesis.base import Source, finish, no_sources_result, plan_dimensions
-from tasks.synthesis.evidence import Scores, Sentence, Window, candidates, quote_from, score, windows
+from tasks.synthesis.candidates import Sentence, Window, candidates, quote_from, windows
+from tasks.synthesis.evidence import Scores, score
 from tasks.synthesis.labels import labels
 from tasks.synthesis.passages import Figure, figures, has_cjk, jaccard, near_duplicate
 from tasks.synthesis.question import Part, Question, read_question

@@ -1,0 +1,237 @@
+"""The candidates for quotes: every sentence and list item of the sources'
+stored text, in the structure it sits in (paragraph, list, section under a
+heading, the source's title), and the quote a chosen sentence grows into.
+
+A candidate is never a title, a heading, a FAQ's question or code; code is
+quoted only after a sentence that introduces it ("set it as follows:").
+Offsets are into the source's stored text, so every quote is verbatim."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cached_property
+
+from tasks.common.text import CJK_RUN, normalize, terms
+from tasks.synthesis.base import Source
+from tasks.synthesis.passages import block_spans, clip, fold, has_cjk, sentence_spans, weight_len
+
+QUOTE_CHARS = 400
+SENTENCES_PER_SOURCE = 400
+SHORT_BLOCK = 200      # a block this long or shorter is a list item or a line, not a paragraph
+SHORT_SECTION = 800    # a section this long or shorter is read as one unit
+CODE_CHARS = 300       # a code line or block longer than this is not quoted
+
+
+# -- candidates --------------------------------------------------------------------
+
+_CODE_MARKS = ("::=", ">>>", "{", "}", " == ", "->", "$ ")
+_BULLET = re.compile(r"^(?:[-*•·]|\d{1,2}[.)]|[a-z][.)])\s+")
+_ENDS_SENTENCE = re.compile(r"[.!?:;\u3002\uff01\uff1f\uff1b\uff1a][\"'\u201d\u2019)\]]*$")
+_CODE_LINE = re.compile(r"^\s*[$#%>] |::|\s--?[a-z]|[=/\\|{}<>\[\]]|^\s*[a-z][\w.-]*(?:\s+[\w./=-]+)+\s*$")
+# a sentence that introduces what follows it: a command, a setting, a list
+_INTRODUCES = re.compile(r"[:：]\s*$|如下|下面|下列|以下|as follows|the following|below\b", re.IGNORECASE)
+_PRONOUN_START = re.compile(r"^(?:it|this|that|these|those|they|he|she|such|then|so|also|but)\b|^[这它其此该]",
+                            re.IGNORECASE)
+
+
+@dataclass
+class Sentence:
+    source: Source
+    start: int
+    end: int        # end of the quoted part (a long sentence is quoted up to a word bound)
+    full_end: int
+    block: int      # the paragraph or list item it belongs to, counted through all sources
+    section: int    # the run of blocks under one heading, counted likewise
+    heading: str
+    short_block: bool = False  # its block is a list item or a line, not a paragraph of prose
+    short_section: bool = False  # its section is a few lines, one unit of meaning
+    statement: bool = True     # a sentence to quote as evidence; else a line of code it may introduce
+
+    @property
+    def text(self) -> str:
+        return self.source.text[self.start:self.end]
+
+    @cached_property
+    def terms(self) -> list[str]:
+        return terms(self.text)
+
+    @cached_property
+    def termset(self) -> frozenset[str]:
+        return frozenset(self.terms)
+
+    @cached_property
+    def normal(self) -> str:
+        return normalize(self.text)
+
+    @property
+    def clipped(self) -> bool:
+        return self.end < self.full_end
+
+
+@dataclass
+class Window:
+    """A candidate quote: one to MAX_RUN consecutive sentences of one section."""
+
+    first: int
+    last: int
+    sentences: list[Sentence]
+
+    @cached_property
+    def members(self) -> list[Sentence]:
+        return self.sentences[self.first:self.last + 1]
+
+    @property
+    def lead(self) -> Sentence:
+        return self.members[0]
+
+    @property
+    def source(self) -> Source:
+        return self.lead.source
+
+    @property
+    def start(self) -> int:
+        return self.lead.start
+
+    @property
+    def end(self) -> int:
+        return self.members[-1].end
+
+    @property
+    def text(self) -> str:
+        return self.source.text[self.start:self.end]
+
+    @cached_property
+    def terms(self) -> list[str]:
+        return [t for s in self.members for t in s.terms]
+
+    @cached_property
+    def termset(self) -> frozenset[str]:
+        return frozenset(self.terms)
+
+    @cached_property
+    def normal(self) -> str:
+        return " ".join(s.normal for s in self.members)
+
+    @cached_property
+    def context(self) -> tuple[frozenset[str], str]:
+        """Title, heading and the sentences either side that go on from it:
+        what the window is about without saying it."""
+        before = self.sentences[self.first - 1] if self.first else None
+        after = self.sentences[self.last + 1] if self.last + 1 < len(self.sentences) else None
+        around = [s.text for s in (before, after) if s is not None and
+                  (continues(s, self.lead) if s is before else continues(self.members[-1], s))]
+        text = " ".join([self.source.title, self.lead.heading, *around])
+        return frozenset(terms(text)), normalize(text)
+
+    @cached_property
+    def words(self) -> list[str]:
+        """Its distinct plain words, for matching the question's by meaning."""
+        return list(dict.fromkeys(w for w in re.findall(r"[a-z][a-z'-]{2,}", self.normal)))
+
+
+def candidates(sources: list[Source]) -> list[Sentence]:
+    sentences: list[Sentence] = []
+    block_no = section = 0
+    for source in sources:
+        text, title = source.text, fold(source.title)
+        heading = ""
+        section += 1
+        for start, end in block_spans(text):
+            block_no += 1
+            block = text[start:end]
+            if _is_heading(block):
+                heading, section = block.strip("#*=-~^ \t"), section + 1
+                continue
+            short = weight_len(" ".join(block.split())) <= SHORT_BLOCK
+            for s, e in sentence_spans(text, start, end)[:SENTENCES_PER_SOURCE]:
+                bullet = _BULLET.match(text[s:e])
+                s += len(bullet.group()) if bullet else 0
+                sentence = text[s:e]
+                if fold(sentence) == title or not sentence.strip():
+                    continue
+                statement = quotable(sentence)
+                if statement or _is_code(sentence):  # code is quoted only after a sentence that introduces it
+                    quoted = s + len(clip(sentence, QUOTE_CHARS)) if statement else e
+                    sentences.append(Sentence(source, s, quoted, e, block_no, section, heading, short,
+                                              statement=statement))
+    _mark_short_sections(sentences)
+    return sentences
+
+
+def _mark_short_sections(sentences: list[Sentence]) -> None:
+    spans: dict[int, list[int]] = {}
+    for s in sentences:
+        spans.setdefault(s.section, [s.start, s.end])[1] = s.end
+    for s in sentences:
+        start, end = spans[s.section]
+        s.short_section = weight_len(s.source.text[start:end]) <= SHORT_SECTION
+
+
+def windows(sentences: list[Sentence]) -> list[Window]:
+    """The candidates: each sentence on its own (a quote grows from the one
+    chosen, see `quote_from`)."""
+    return [Window(i, i, sentences) for i, s in enumerate(sentences) if s.statement]
+
+
+def quote_from(window: Window, taken: set[int], related: set[int], limit: int) -> Window:
+    """The quote a chosen sentence leads: with the sentence before when it
+    opens on a word pointing back to it ("It", "This", "这"), and the
+    sentences after it that go on answering — the rest of its paragraph, the
+    next items of its list, a next paragraph of a short section when it is
+    `related` to the question (indices of such sentences), the code a
+    sentence introduces ("… set it as follows:") — while the quote stays
+    within `limit` characters and they are not quoted elsewhere."""
+    first, last, sentences = window.first, window.last, window.sentences
+    if dangling(window) and first - 1 not in taken:
+        first -= 1
+    while last + 1 < len(sentences) and last + 1 not in taken and sentences[last + 1].end - sentences[first].start <= limit:
+        a, b = sentences[last], sentences[last + 1]
+        if not b.statement:
+            if not (a.source is b.source and a.section == b.section and (not a.statement or _INTRODUCES.search(a.text))):
+                break
+        elif not (a.source is b.source and a.statement and (a.block == b.block or (a.section == b.section and (
+                (a.short_block and b.short_block) or (a.short_section and last + 1 in related))))):
+            break
+        last += 1
+    return Window(first, last, sentences)
+
+
+def continues(a: Sentence, b: Sentence) -> bool:
+    """Whether a quote ending with sentence a may go on with sentence b: the
+    next sentence of a paragraph, the next item of a list, the rest of a
+    short section — not another paragraph of a long text."""
+    return a.source is b.source and (a.block == b.block or (a.section == b.section and (
+        a.short_section or (a.short_block and b.short_block))))
+
+
+def _is_heading(block: str) -> bool:
+    """A block of one short line that states nothing ("## Setup", "How long");
+    not a line of code."""
+    flat = " ".join(block.split())
+    return "\n" not in block.strip() and (flat.startswith("#") or (weight_len(flat) <= 60 and not
+                                                                     _ENDS_SENTENCE.search(flat) and not _is_code(flat)))
+
+
+def _is_code(text: str) -> bool:
+    """A command, a configuration line or a path: what documentation shows in code blocks."""
+    return bool(_CODE_LINE.search(text)) and weight_len(" ".join(text.split())) <= CODE_CHARS
+
+
+def quotable(sentence: str) -> bool:
+    """A sentence a reader can take as evidence: it states (a question, as in
+    a FAQ, answers nothing) and is mostly words (not code or a table row)."""
+    flat = " ".join(sentence.split())
+    if weight_len(flat) < 20 or any(mark in flat for mark in _CODE_MARKS) or flat.startswith("#"):
+        return False
+    if flat.rstrip("\"'\u201d\u2019)]").endswith(("?", "\uff1f")):
+        return False
+    if sum(ch.isalpha() or ch.isspace() for ch in flat) < 0.6 * len(flat):
+        return False
+    # a few Chinese characters among names and paths are a label, not a statement
+    return sum(len(run) for run in CJK_RUN.findall(flat)) >= 6 or len(flat.split()) >= 3 and not has_cjk(flat)
+
+
+def dangling(window: Window) -> bool:
+    before = window.sentences[window.first - 1] if window.first else None
+    return bool(before is not None and before.block == window.lead.block and _PRONOUN_START.match(window.lead.text))
