@@ -126,9 +126,14 @@ class Scores:
 
 def score(question: Question, found: list[Window]) -> Scores:
     out = Scores([], [], [], [])
-    if not found:
-        out.eligible = [np.zeros(0, dtype=bool) for _ in question.parts]
-        out.support = [0.0 for _ in question.parts]
+    if not found:  # sources with nothing to quote (code only, an empty page)
+        none, false = np.zeros(0), np.zeros(0, dtype=bool)
+        for _ in question.parts:
+            for column in (out.coverage, out.own, out.relevance, out.supports):
+                column.append(none)
+            out.eligible.append(false)
+            out.touched.append(false)
+            out.support.append(0.0)
         return out
     idf = _weights(question, found)
     dense = _dense(question, found)

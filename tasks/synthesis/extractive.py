@@ -104,7 +104,7 @@ def _pick(question: Question, found: list[Window], scores: Scores, opts: Extract
     strong = np.any([support >= opts.fill_share * best_support for support, best_support
                      in zip(scores.supports, scores.support)], axis=0) & wanted
     if not any(scores.sure()):  # passages that only touch the question: more only from the same documents
-        strong &= np.array([w.source.document in near_leads for w in found])
+        strong &= np.array([w.source.document in near_leads for w in found], dtype=bool)
     pool = [int(i) for i in np.argsort(-best, kind="stable") if strong[i]][:opts.pool]
     while len(chosen) < opts.max_insights:
         open_pool = [i for i in pool if open_(i)]
