@@ -20,6 +20,7 @@ For each part of the question (tasks/synthesis/question.py) a sentence gets:
   and on Chinese text it measured worse than none;
 - answer type: whether it holds the kind of answer the part wants (a
   duration for "how long", a temperature, a frequency, a figure);
+- heading: the share of the part's words the heading above it holds;
 - the source's place in the task's ranking (retrieval judged the whole page).
 
 A window's support for a part is its coverage, helped a little by the answer
@@ -55,6 +56,7 @@ DENSE_WEIGHT = 0.3
 DENSE_SAY = 0.15       # what the dense similarity adds towards ELIGIBLE
 LEXICAL_WEIGHT = 0.25
 RANK_WEIGHT = 0.3      # the prior for the source ranked first, falling as 1/rank
+HEADING_WEIGHT = 0.2   # what the share of the part's words its heading holds adds
 # general rarity of a word (Zipf: 7 for the commonest words, 1 for the rarest):
 # (COMMON_ZIPF − zipf) / RARITY_SCALE, within [RARITY_MIN, RARITY_MAX]
 COMMON_ZIPF, RARITY_SCALE, RARITY_MIN, RARITY_MAX, RARE_ZIPF = 7.0, 4.0, 0.15, 1.25, 3.0
@@ -149,7 +151,7 @@ def score(question: Question, found: list[Window]) -> Scores:
         support = (coverage + TYPE_WEIGHT * typed * measure + DENSE_SAY * dense) * (own >= OWN_SHARE)
         eligible = support >= ELIGIBLE
         relevance = (coverage + LEXICAL_WEIGHT * _lexical(index, part) + DENSE_WEIGHT * dense
-                     + TYPE_WEIGHT * typed + prior)
+                     + TYPE_WEIGHT * typed + prior + HEADING_WEIGHT * _heading_share(part, found, idf))
         out.coverage.append(coverage)
         out.own.append(own)
         out.relevance.append(relevance)
@@ -207,6 +209,20 @@ def _coverage(part: Part, found: list[Window], idf: dict[str, float],
             own[i] += held
             with_context[i] += max(held, CONTEXT_CREDIT * idf[word] if holds(word, terms_, text) else 0.0)
     return own / total, with_context / total
+
+
+def _heading_share(part: Part, found: list[Window], weight: dict[str, float]) -> np.ndarray:
+    """The share of the part's weight the heading a window sits under holds:
+    in documentation the section titled as the question is its answer."""
+    total = sum(weight[w] for w in part.words) or 1.0
+    shares = {}
+    for window in found:
+        heading = window.lead.heading
+        if heading not in shares:
+            text = normalize(heading)
+            held = frozenset(terms(heading))
+            shares[heading] = sum(weight[w] for w in part.words if holds(w, held, text)) / total
+    return np.array([shares[w.lead.heading] for w in found])
 
 
 def _meaning(question: Question, found: list[Window]) -> dict[str, np.ndarray]:
