@@ -1,7 +1,8 @@
 """The answer as a terminal shows it after a research run: the summary's
 findings with their note numbers, what the sources do not cover, and the
 cited sources — plain text wrapped to the terminal's width, numbered as
-report.md and report.html number them."""
+report.md and report.html number them. Source text is untrusted: nothing
+it holds reaches the terminal as a control sequence."""
 
 from __future__ import annotations
 
@@ -40,8 +41,18 @@ def answer_lines(report: ResearchReport, width: int = 80) -> list[str]:
         for src in report.sources:
             mark = f"[{src.noteIndex}] "
             lines += _wrapped(f"{mark}{src.title}", width, hang=len(mark))
-            lines.append(" " * len(mark) + src.url)  # whole, to copy or click
+            lines.append(" " * len(mark) + printable(src.url))  # whole, to copy or click
     return lines
+
+
+def printable(text: str) -> str:
+    """Source text as a terminal may show it: without control characters
+    (an escape sequence in a web page would retitle or clear the terminal)
+    or the bidirectional overrides that reorder what is shown."""
+    return _CONTROLS.sub("", text)
+
+
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def _wrapped(text: str, width: int, bullet: str = "", hang: int | None = None) -> list[str]:
@@ -51,7 +62,7 @@ def _wrapped(text: str, width: int, bullet: str = "", hang: int | None = None) -
     indent = " " * (cell_len(bullet) if hang is None else hang)
     width = max(40, width)
     lines, line = [], bullet
-    for piece in _PIECES.findall(" ".join(text.split())):
+    for piece in _PIECES.findall(" ".join(printable(text).split())):
         if line.strip() and cell_len(line + piece.rstrip()) > width and piece[0] not in _NO_LINE_START:
             lines.append(line.rstrip())
             line = indent

@@ -44,3 +44,15 @@ def test_the_answer_names_its_sources_with_whole_urls():
     assert lines[0] == synthesis.question
     assert any(re.search(r"\[1\]$", line) for line in lines)
     assert "    " + url in lines and "Sources" in lines
+
+
+def test_source_text_never_reaches_the_terminal_as_a_control_sequence():
+    hostile = "Reference cycles are collected \x1b]0;pwned\x07 by the \x1b[2J\x1b[31mcyclic\x1b[0m collector \u202e."
+    url = "https://x.example/\x1b[2Jpage"
+    source = Source(number=1, source_id="s1", url=url, title="GC \x1b[5mnotes", content_text=hostile)
+    synthesis = extractive_synthesis([source], "How are reference cycles collected?")
+    report = ResearchReport(markdown="", synthesis=synthesis,
+                            sources=[ReportSource(title="GC \x1b[5mnotes", url=url, noteIndex=1, sourceId="s1")])
+    shown = "\n".join(answer_lines(report, width=80))
+    assert "collector" in shown
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e]", shown)
