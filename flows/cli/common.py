@@ -10,6 +10,9 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
+
+from tasks.common.text import printable
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Research questions to cited evidence, kept in a queryable lake.")
@@ -99,8 +102,8 @@ def render_table(result, title: str | None = None) -> None:
     table = Table(title=title, show_lines=False)
     for column in result.columns:
         table.add_column(column, overflow="fold")
-    for row in result.rows:
-        table.add_row(*["" if v is None else str(v) for v in row])
+    for row in result.rows:  # cells are the lake's text: never markup, never a control sequence
+        table.add_row(*[Text(printable("" if v is None else str(v))) for v in row])
     out.print(table)
 
 

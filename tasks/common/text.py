@@ -143,3 +143,13 @@ def phrases(text: str) -> list[str]:
     close()
     seen: set[str] = set()
     return [p for p in found if not (p.lower() in seen or seen.add(p.lower()))]
+
+
+def printable(text: str) -> str:
+    """Untrusted text as a terminal may show it: without control characters
+    (an escape sequence in a web page would retitle or clear the terminal)
+    or the bidirectional overrides that reorder what is shown."""
+    return _CONTROLS.sub("", text)
+
+
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")

@@ -11,7 +11,7 @@ import re
 from rich.cells import cell_len
 
 from schemas.report import ResearchReport
-from tasks.common.text import CJK_CHARS
+from tasks.common.text import CJK_CHARS, printable
 from tasks.reporting.layout import summary_items, unique_citations
 from tasks.synthesis.labels import labels
 
@@ -43,16 +43,6 @@ def answer_lines(report: ResearchReport, width: int = 80) -> list[str]:
             lines += _wrapped(f"{mark}{src.title}", width, hang=len(mark))
             lines.append(" " * len(mark) + printable(src.url))  # whole, to copy or click
     return lines
-
-
-def printable(text: str) -> str:
-    """Source text as a terminal may show it: without control characters
-    (an escape sequence in a web page would retitle or clear the terminal)
-    or the bidirectional overrides that reorder what is shown."""
-    return _CONTROLS.sub("", text)
-
-
-_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def _wrapped(text: str, width: int, bullet: str = "", hang: int | None = None) -> list[str]:

@@ -205,3 +205,13 @@ def test_a_long_query_is_stopped_and_lets_the_catalog_go(landed, settings, cli, 
     assert done.returncode == 2 and "longer than 0.5 s" in done.stderr
     assert len(error_lines_of(done.stderr)) == 1
     assert landed.consolidate() is not None  # the catalog is free again
+
+
+def test_sql_output_shows_the_lakes_text_as_text(cli, lake, inbox, new_bundle, new_item):
+    hostile = "[bold red]x[/] \x1b]0;pwned\x07\x1b[2J"
+    lake.ingest(inbox.write(new_bundle("q1", [new_item("https://a.example/", title=hostile)])))
+    lake.consolidate()
+    done = cli.run("sql", "select title from consolidated")
+    assert done.returncode == 0
+    assert "[bold red]x[/]" in done.stdout  # markup is not interpreted
+    assert "\x1b" not in done.stdout
