@@ -64,6 +64,8 @@ def _parsed(con: duckdb.DuckDBPyConnection, query: str) -> dict:
         answer = json.loads(con.execute("SELECT json_serialize_sql(?)", [query]).fetchone()[0])
     except duckdb.Error as exc:  # e.g. the SQL does not parse
         raise NotReadOnly(f"searchlake sql only reads: {str(exc).splitlines()[0]}") from None
+    except RecursionError:
+        raise NotReadOnly("searchlake sql only reads queries it can check: this one nests too deeply") from None
     if answer.get("error"):
         message = answer.get("error_message", "")
         if "Only SELECT" in message:
@@ -73,14 +75,16 @@ def _parsed(con: duckdb.DuckDBPyConnection, query: str) -> dict:
 
 
 def _nodes(value):
-    """Every JSON object of the parse tree, depth first."""
-    if isinstance(value, dict):
-        yield value
-        for child in value.values():
-            yield from _nodes(child)
-    elif isinstance(value, list):
-        for child in value:
-            yield from _nodes(child)
+    """Every JSON object of the parse tree (walked without recursion: a query
+    may nest as deep as DuckDB allows)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            yield item
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
 
 
 def _cte_names(tree: dict) -> list[str]:

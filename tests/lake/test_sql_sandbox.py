@@ -85,6 +85,7 @@ def test_files_outside_the_lake_cannot_be_read(landed, settings, tmp_path, state
     "pragma enable_profiling", "set autoload_known_extensions = true",
     "select 1; set variable results_files = ['/etc/passwd']",
     "call pragma_version()", "pivot consolidated on provider using count(*)",
+    "select " + "abs(" * 900 + "1" + ")" * 900,
 ])
 def test_extensions_and_settings_are_out_of_reach(landed, settings, statement):
     with pytest.raises(NotReadOnly):
