@@ -24,8 +24,7 @@ For each part of the question (tasks/synthesis/question.py) a sentence gets:
 - the source's place in the task's ranking (retrieval judged the whole page).
 
 A window's support for a part is its coverage, helped a little by the answer
-type and the dense similarity (nothing, when the window itself holds less
-than `OWN_SHARE` of the part). From `ELIGIBLE` on it is evidence; a part
+type and the dense similarity. From `ELIGIBLE` on it is evidence; a part
 whose best support stays below `SURE` is only touched by the sources, which
 the report says; a part with no evidence at all is a gap.
 """
@@ -49,7 +48,6 @@ CONTEXT_CREDIT = 0.5   # a word the sentence's title, heading or neighbours hold
 MEANING_CREDIT = 0.6   # a word only matched by meaning, at most
 MEANING_FLOOR, MEANING_FULL = 0.25, 0.6  # word cosines: below the floor no credit, from FULL on all of it
 ELIGIBLE = 0.3         # evidence: support at least this ...
-OWN_SHARE = 0.1        # ... and the window itself holding at least this share of the part's weight
 SURE = 0.6             # support from which a part counts as answered, not only touched
 TYPE_WEIGHT = 0.2
 DENSE_WEIGHT = 0.3
@@ -71,7 +69,7 @@ _ANSWER_PATTERNS = {
     DURATION: re.compile(rf"\b{_NUMBER_WORDS}[\s-]+(?:full\s+)?{_TIME_UNITS}\b|\bovernight\b|"
                          r"[0-9一二三四五六七八九十两几半]+\s*(?:秒|分钟|小时|天|周|星期|个月|年)", re.IGNORECASE),
     FREQUENCY: re.compile(rf"\bevery\s+(?:{_NUMBER_WORDS}\s+)?(?:other\s+)?{_TIME_UNITS}\b|\b(?:once|twice|"
-                          rf"\d+\s+times)\s+(?:a|an|per|each)\s+{_TIME_UNITS}\b|\b(?:daily|weekly|monthly|yearly|"
+                          rf"\d+\s*(?:x|times))(?:\s+or\s+(?:twice|\w+\s+times))?\s+(?:a|an|per|each)\s+{_TIME_UNITS}\b|\b(?:daily|weekly|monthly|yearly|"
                           r"nightly|hourly)\b|每(?:天|日|周|星期|月|年|小时|隔)|一天.次|定期", re.IGNORECASE),
     TEMPERATURE: re.compile(r"\d\s*(?:°|º|degrees?\b|℃|℉)|\d\s?[CF]\b|摄氏|华氏|\d+\s*度"),
     QUANTITY: re.compile(r"\d|[一二三四五六七八九十两百千万亿半]"),
@@ -148,7 +146,7 @@ def score(question: Question, found: list[Window]) -> Scores:
         typed = np.array([answers_type(w.lead, part.answer) or (part.answer == DEFINITION and defines(w.lead, subject))
                           for w in found], dtype=float)
         measure = part.answer in MEASURES
-        support = (coverage + TYPE_WEIGHT * typed * measure + DENSE_SAY * dense) * (own >= OWN_SHARE)
+        support = coverage + TYPE_WEIGHT * typed * measure + DENSE_SAY * dense
         eligible = support >= ELIGIBLE
         relevance = (coverage + LEXICAL_WEIGHT * _lexical(index, part) + DENSE_WEIGHT * dense
                      + TYPE_WEIGHT * typed + prior + HEADING_WEIGHT * _heading_share(part, found, idf))
