@@ -103,6 +103,26 @@ def top(task_id: TaskIdOpt = None,
 
 
 @app.command()
+def export(
+    task_id: TaskIdOpt = None,
+    all_tasks: Annotated[bool, typer.Option("--all", help="Export every task")] = False,
+) -> None:
+    """Rewrite the plain Parquet copies dashboards read (exports/<table>/task_id=<task>/);
+    the flows keep them current, this writes them for a lake made before they existed."""
+    from tasks.lake.catalog import open_catalog
+    from tasks.lake.exports import EXPORTED, refresh_exports
+    if not task_id and not all_tasks:
+        raise UserError("name a task with --task-id T, or use --all")
+    with open_catalog(settings(), "export") as catalog:
+        known = [r[0] for r in catalog.rows("known_tasks")]
+        if task_id and task_id not in known:
+            raise UserError(f"no bundles have landed for task {task_id!r}")
+        for task in [task_id] if task_id else known:
+            refresh_exports(catalog, task)
+            out.print(f"{task}: exported {', '.join(EXPORTED)}")
+
+
+@app.command()
 def compact(keep_days: Annotated[float, typer.Option(
         min=0, help="Keep snapshots (time travel) this many days back")] = 7.0) -> None:
     """Merge the lake's small table files, expire old snapshots, delete unused files."""

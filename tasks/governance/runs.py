@@ -34,6 +34,7 @@ from schemas.governance import Budget, Drop, GateResult, Policy, Publisher, Stag
 from tasks.common.processes import ProcessIdentity
 from tasks.lake.catalog import Catalog, CatalogBusy, CatalogError, open_catalog
 from tasks.common.settings import Settings
+from tasks.lake.exports import refresh_exports
 from tasks.lake.files import Lake, LakeWrite, end_torn_line, run_logs_root
 from tasks.governance.filters import Candidate
 
@@ -71,6 +72,7 @@ def start_run(settings: Settings, trace_id: str, task_id: str, question: str, de
         catalog.run("run_start", [trace_id, task_id, question, demand_id, policy_source, _json(budget.to_dict()),
                                   _json(policy.to_dict()) if policy else None, process.host, process.pid,
                                   process.started, trace_id])
+        refresh_exports(catalog, task_id, ("runs",))
 
 
 def finish_run(settings: Settings, trace_id: str, status: str, *, candidate_count: int = 0,
@@ -85,6 +87,8 @@ def finish_run(settings: Settings, trace_id: str, status: str, *, candidate_coun
         catalog.run("run_finish", [status, candidate_count, filtered_count, publisher_count,
                                    round(float(elapsed_seconds), 3), _json(history), _json(dict(outputs or {})),
                                    error, trace_id])
+        for (task_id,) in catalog.rows("run_task", [trace_id]):
+            refresh_exports(catalog, task_id, ("runs",))
 
 
 @dataclass(frozen=True)
@@ -111,7 +115,10 @@ def close_dead_runs(settings: Settings) -> list[InterruptedRun]:
 
     here = ProcessIdentity.current()
     with open_catalog(settings, "governed run: close dead runs") as catalog:
-        return catalog.transaction(close)
+        closed = catalog.transaction(close)
+        for task_id in {run.task_id for run in closed}:
+            refresh_exports(catalog, task_id, ("runs",))
+    return closed
 
 
 # -- the outcome ------------------------------------------------------------------

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tasks.lake.catalog import Catalog
+from tasks.lake.exports import refresh_exports
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,9 @@ def consolidate(catalog: Catalog, task_id: str, *, rebuild: bool = False) -> Con
     """Read what landed since the cursor and commit the new output with the
     advanced cursor, in one transaction (run again if another writer's
     commit conflicts)."""
-    return catalog.transaction(lambda cat: _consolidate(cat, task_id, rebuild))
+    report = catalog.transaction(lambda cat: _consolidate(cat, task_id, rebuild))
+    refresh_exports(catalog, task_id, ("consolidated", "bundles", "error_log"))
+    return report
 
 
 def _consolidate(catalog: Catalog, task_id: str, rebuild: bool) -> ConsolidationReport:

@@ -26,6 +26,7 @@ import pyarrow as pa
 from schemas import rows
 from schemas.bundle import SearchResultBundle
 from tasks.lake.catalog import Catalog
+from tasks.lake.exports import refresh_exports
 from tasks.lake.files import Lake, LakeWrite
 from tasks.lake.validation import (FileRoots, ReadyBundle, Refusal, Submission, expand_paths, item_columns,
                                    library_roots, prepared, read_submissions, same_document, workers_for)
@@ -120,6 +121,8 @@ def land_submissions(catalog: Catalog, submissions: Iterable[Submission | Refusa
     finally:
         if lander is not None:
             lander.shutdown(wait=True)
+    for task in report.tasks:
+        refresh_exports(catalog, task, ("bundles",))
     return report
 
 

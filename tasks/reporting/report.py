@@ -32,6 +32,7 @@ from schemas.report import (
 from tasks.common.settings import Settings
 from tasks.lake.catalog import Catalog, open_catalog
 from tasks.lake.consolidation import UnknownTask
+from tasks.lake.exports import refresh_exports
 from tasks.synthesis.labels import labels
 from tasks.lake.files import Lake, LakeWrite
 from tasks.common.llm import LLMConfig
@@ -339,6 +340,7 @@ def store_report(catalog: Catalog, task_id: str, report: ResearchReport, synthes
         for key in keys.values():
             catalog.lake.delete(key)
         raise
+    refresh_exports(catalog, task_id, ("reports", "report_citations"))
     return keys
 
 

@@ -1,0 +1,71 @@
+"""Plain Parquet copies of the tables a dashboard reads, for readers that do
+not speak DuckLake (Polars, pyarrow, Spark, a BI tool's Parquet connector).
+
+The lake's own table folders are not readable that way: DuckLake keeps
+small commits inside the catalog, replaced rows stay in their files until
+compaction (a plain reader applies no delete files) and some tables have no
+Parquet at all. So each published table is also written, per task, as one
+Parquet file under `exports/<table>/task_id=<task>/data.parquet` (hive
+layout: the task id comes from the folder, not the file), rewritten whole
+after every change to the task and swapped in at once — a reader sees the
+task's old rows or its new ones, never half of them and never both. A task
+with no rows left has no file.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import uuid
+
+import pyarrow.parquet as pq
+
+from tasks.lake.catalog import Catalog
+from tasks.lake.sqlfiles import sql
+
+EXPORTS_FOLDER = "exports"
+STAGING = f"{EXPORTS_FOLDER}/.staging"  # outside every table's folder: a reader never lists a half-written file
+# table -> the SQL surface it is copied from (sql/export_<table>.sql selects one task's rows)
+EXPORTED = ("consolidated", "bundles", "runs", "reports", "report_citations", "error_log")
+
+
+def export_key(table: str, task_id: str) -> str:
+    return f"{EXPORTS_FOLDER}/{table}/task_id={task_id}/data.parquet"
+
+
+def refresh_exports(catalog: Catalog, task_id: str, tables: tuple[str, ...] = EXPORTED) -> None:
+    """Rewrite the task's Parquet copy of each table from what the catalog
+    holds now (call after the change committed)."""
+    for table in tables:
+        rows = catalog.con.execute(sql(f"export_{table}"), [task_id]).to_arrow_table()
+        rows = rows.drop_columns(["task_id"])
+        if rows.num_rows:
+            _publish(catalog, export_key(table, task_id), _parquet(rows))
+        else:
+            catalog.lake.delete(export_key(table, task_id))
+
+
+def _parquet(rows) -> bytes:
+    buffer = io.BytesIO()
+    pq.write_table(rows, buffer, compression="zstd")
+    return buffer.getvalue()
+
+
+def _publish(catalog: Catalog, key: str, data: bytes) -> None:
+    """The file replaced at once: an object store's put is atomic; on a
+    folder, the new file is written aside and renamed over the old."""
+    lake = catalog.lake
+    if not lake.is_local:
+        lake.write_bytes(key, data)
+        return
+    staged = f"{lake.root}/{STAGING}/{uuid.uuid4().hex}.parquet"
+    target = f"{lake.root}/{key}"
+    os.makedirs(os.path.dirname(staged), exist_ok=True)
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    try:
+        with open(staged, "wb") as handle:
+            handle.write(data)
+        os.replace(staged, target)
+    finally:
+        if os.path.exists(staged):
+            os.remove(staged)
