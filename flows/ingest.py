@@ -10,7 +10,9 @@ from pathlib import Path
 from flows import common  # noqa: F401  (sets Prefect defaults before import)
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
+from prefect.states import Failed
 
+from flows.artifacts import refusals_artifact
 from flows.common import retry_when_busy
 from flows.consolidate import consolidate_task
 from tasks.lake.catalog import open_catalog
@@ -30,6 +32,9 @@ def land_task(paths: list[str], task_id: str | None, replace: bool, within: str 
                 len(report.unchanged), len(report.refused))
     for refusal in report.refused:
         logger.warning(refusal.line())
+    if report.refused:
+        refusals_artifact([{"file": r.source, "reason": r.reason, "field": r.field or "", "message": r.message}
+                          for r in report.refused])
     return {"tasks": report.tasks, "landed": len(report.landed), "items": report.items_landed,
             "unchanged": len(report.unchanged), "refused": [r.line() for r in report.refused],
             "refused_paths": [r.source for r in report.refused]}
@@ -55,7 +60,11 @@ def file_away_task(folder: str, files: list[str], refused_paths: list[str]) -> d
 @flow(name="searchlake-ingest", log_prints=False)
 def ingest_flow(paths: list[str] | None = None, landing: str | None = None, task_id: str | None = None,
                 replace: bool = False, consolidate: bool = True) -> dict:
-    """Land `paths`, or (with `landing`) the files waiting in a landing folder."""
+    """Land `paths`, or (with `landing`) the files waiting in a landing folder.
+    A run that refused files ends Failed — after the good files landed and
+    their tasks were consolidated — so that Prefect's notifications and
+    automations on failed runs report it; the refusals are its table
+    artifact `ingest-refusals` and its `searchlake.ingest.refused` event."""
     waiting = scan_landing_task(landing) if landing is not None else []
     files = list(paths or []) + waiting
     # A landing folder's files are read only from inside it, whatever its links say.
@@ -64,6 +73,9 @@ def ingest_flow(paths: list[str] | None = None, landing: str | None = None, task
         summary["moved"] = file_away_task(landing, waiting, summary["refused_paths"])
     if consolidate:
         summary["consolidated"] = [consolidate_task(task) for task in summary["tasks"]]
+    if summary["refused"]:
+        return Failed(message=f"refused {len(summary['refused'])} of {len(files)} files "
+                              f"(landed {summary['landed']} bundles): {summary['refused'][0]}", data=summary)
     return summary
 
 

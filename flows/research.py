@@ -21,6 +21,7 @@ from prefect.futures import as_completed
 from prefect.runtime import flow_run
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from flows.artifacts import research_counts_artifact
 from flows.research_tasks import (candidates_task, coarse_filter_task, consolidate_task, extend_plan_task,
                                   hard_filter_task, landed_task, plan_task, policy_task,
                                   prepare_task, quality_filter_task, report_research_task, search_task)
@@ -78,6 +79,7 @@ def research_flow(question: str, task_id: str | None = None, library: str | None
         raise
     finish_run(settings, trace_id, "complete", **counts, elapsed_seconds=time.monotonic() - started,
                stage_history=view.trace.history, outputs=outputs)
+    research_counts_artifact(task_id, outputs, counts, time.monotonic() - started)
     view.finish(outputs)
     return {"trace_id": trace_id, "task_id": task_id, "providers": names, **outputs}
 

@@ -10,6 +10,7 @@ from flows import common  # noqa: F401  (sets Prefect defaults before import)
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
+from flows.artifacts import report_artifact
 from flows.common import retry_when_busy
 from schemas.governance import Policy
 from schemas.plan import PlannedQuery, ResearchPlan
@@ -23,7 +24,7 @@ from tasks.governance.policy import load_policy
 from tasks.retrieval.providers.registry import build_provider, enabled_names, provider_class
 from tasks.governance.filters import (StageOutput, coarse_filter, hard_filter, load_candidates, page_fetcher,
                            quality_filter)
-from tasks.reporting.report import publish_report
+from tasks.reporting.report import publish_report, render_markdown
 from tasks.retrieval.plan_store import (QuestionMismatch, landed_query_ids, log_skipped_files, store_plan,
                                   stored_plan)
 from tasks.retrieval.search import SearchCall, search_bundle
@@ -148,8 +149,10 @@ def quality_filter_task(question: str, candidates: list, policy: Policy, target:
 
 @task(name="report", **BUSY)
 def report_research_task(task_id: str, plan: ResearchPlan, source_ids: list[str], settings: Settings) -> dict:
-    """Synthesize and publish the report; the catalog is open only to read
-    the sources and to record the report, never while a model is called."""
+    """Synthesize and publish the report (in the lake, and as the run's
+    markdown artifact); the catalog is open only to read the sources and to
+    record the report, never while a model is called."""
     published = publish_report(settings, task_id, plan, question=plan.question, llm=LLMConfig.from_settings(settings),
                                source_ids=source_ids, purpose="research: report")
+    report_artifact(task_id, render_markdown(published.report))
     return published.uris

@@ -34,6 +34,18 @@ def prefect_engine():
         yield
 
 
+def prefect_artifacts(key: str) -> list:
+    """The artifacts Prefect keeps under a key, newest first."""
+    import asyncio
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    async def read():
+        async with get_client() as client:
+            return await client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])))
+    return sorted(asyncio.run(read()), key=lambda a: a.created, reverse=True)
+
+
 # -- servers on 127.0.0.1 -----------------------------------------------------
 
 @pytest.fixture(scope="session")

@@ -10,6 +10,16 @@ import os
 from datetime import date
 from pathlib import Path
 
+from tests.conftest import prefect_artifacts
+
+
+def ingest(**options) -> tuple[object, dict]:
+    """The ingest flow's final state and its summary (a run that refused
+    files ends Failed, its summary still the state's data)."""
+    from flows.ingest import ingest_flow
+    state = ingest_flow(**options, return_state=True)
+    return state, state.result(raise_on_failure=False)
+
 
 class Lines(logging.Handler):
     def __init__(self):
@@ -44,16 +54,20 @@ def test_landed_files_are_filed_away_and_never_read_again(prefect_engine, lake, 
     landing.write_text('{"query_id": "q3", "results": "not a list"', "broken.json")
     landing.write_text("{}", "half-written.json.part")  # still being written: not a bundle file yet
 
-    summary = ingest_flow(landing=str(landing.folder))
+    state, summary = ingest(landing=str(landing.folder))
     assert summary["landed"] == 2 and summary["moved"] == {"processed": 2, "refused": 1}
+    # the refusal reaches Prefect: the run fails (after landing the rest) and its artifact names the file
+    assert state.is_failed() and state.message.startswith("refused 1 of 3 files (landed 2 bundles)")
+    refusals = prefect_artifacts("ingest-refusals")[0]
+    assert refusals.type == "table" and "broken.json" in str(refusals.data)
     today = date.today().isoformat()
     left = sorted(str(p.relative_to(landing.folder)) for p in landing.folder.rglob("*") if p.is_file())
     assert left == sorted([f"processed/{today}/agent-7/q2.json", f"processed/{today}/q1.json",
                            f"refused/{today}/broken.json", "half-written.json.part"])
     assert [r["url"] for r in lake.consolidated("drop")] == ["https://a.example/1", "https://b.example/2"]
 
-    again = ingest_flow(landing=str(landing.folder))
-    assert again["landed"] == 0 and "moved" not in again  # nothing waiting, nothing read
+    state, again = ingest(landing=str(landing.folder))
+    assert state.is_completed() and again["landed"] == 0 and "moved" not in again  # nothing waiting, nothing read
     assert lake.count("quarantine") == 1  # the refused file was not refused a second time
 
     landing.write(new_bundle("q1", [new_item("https://a.example/1", 0.9)], task_id="drop"))  # dropped again
@@ -75,9 +89,9 @@ def test_hostile_files_are_refused_filed_away_and_the_rest_lands(prefect_engine,
     (landing.folder / "keys.json").symlink_to(secret)
     os.mkfifo(landing.folder / "fifo.json")
 
-    summary = ingest_flow(landing=str(landing.folder))
+    state, summary = ingest(landing=str(landing.folder))
 
-    assert summary["landed"] == 1 and summary["moved"] == {"processed": 1, "refused": 4}
+    assert state.is_failed() and summary["landed"] == 1 and summary["moved"] == {"processed": 1, "refused": 4}
     assert sorted(summary["refused"]) == [
         f"refused {landing.folder}/\\xff\\xfe.json: bad_file_name: file name is not valid UTF-8",
         f"refused {landing.folder}/fifo.json: unsafe_file: not a regular file (a FIFO)",

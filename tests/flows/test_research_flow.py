@@ -17,7 +17,9 @@ import threading
 from collections import Counter
 from pathlib import Path
 
+import polars as pl
 import pytest
+from tests.conftest import prefect_artifacts
 from tests.research_helpers import (BUDGET_ENV, FAKE_KEYS, PROVIDER_KEYS, PUBLIC_ADDRESS, QUESTION, EdgeCut, FakeWeb,
                               write_library)
 
@@ -142,6 +144,24 @@ def test_offline_library_run_completes_and_leaves_its_record(research):
     assert (events[-1]["stepType"], events[-1]["status"]) == ("pipeline", "complete")
     assert events[-1]["progress"] == 1.0
     assert [e["progress"] for e in events] == sorted(e["progress"] for e in events)
+
+    # Prefect shows the report (with its numbered sources) and the run's counts as artifacts of the run
+    report = prefect_artifacts("report-solar")[0]
+    markdown = Path(result["reports"]["md"]).read_text(encoding="utf-8")
+    assert report.type == "markdown" and report.data == markdown and "\\[1\\]" in markdown
+    assert str(report.flow_run_id) == trace_id
+    counts = {row["measure"]: row["value"] for row in json.loads(prefect_artifacts("research-counts-solar")[0].data)}
+    assert counts["candidate sources"] == result["sources"] and counts["selected sources"] == 2
+
+    # dashboards' plain Parquet copies hold the run, its report's citations and its bundles
+    exports = Path(research.lake.root) / "exports"
+    run = pl.read_parquet(exports / "runs" / "task_id=solar" / "data.parquet").to_dicts()
+    assert [(r["trace_id"], r["status"]) for r in run] == [(trace_id, "complete")]
+    cited = pl.scan_parquet(exports / "report_citations").collect()
+    assert cited["task_id"].unique().to_list() == ["solar"]
+    assert sorted(cited["quote"].to_list()) == sorted(
+        r["quote"] for r in research.dicts("SELECT quote FROM report_citations WHERE task_id = 'solar'"))
+    assert pl.scan_parquet(exports / "bundles").collect().height == research.lake.count("bundles")
 
 
 # -- (b) the fan-out is parallel ----------------------------------------------------
@@ -382,12 +402,13 @@ def test_ingest_flow_lands_consolidates_and_reports_refusals(prefect_engine, lak
     inbox.write(new_bundle("q2", [new_item("https://a.example/1", 0.7), new_item("https://c.example/3", 0.5)],
                            task_id="inbox"))
     inbox.write_text('{"query_id": "q3", "results": "not a list"', "broken.json")
-    summary = ingest_flow([str(inbox.folder)])
-    assert summary["tasks"] == ["inbox"] and summary["landed"] == 2 and summary["items"] == 4
+    state = ingest_flow([str(inbox.folder)], return_state=True)
+    summary = state.result(raise_on_failure=False)
+    assert state.is_failed() and summary["tasks"] == ["inbox"] and summary["landed"] == 2 and summary["items"] == 4
     assert len(summary["refused"]) == 1 and "broken.json" in summary["refused"][0]
     assert len(summary["consolidated"]) == 1
     assert [r["url"] for r in lake.consolidated("inbox")] == \
         ["https://a.example/1", "https://c.example/3", "https://b.example/2"]
     # a second pass over the same folder lands nothing new
-    again = ingest_flow([str(inbox.folder)])
+    again = ingest_flow([str(inbox.folder)], return_state=True).result(raise_on_failure=False)
     assert again["landed"] == 0 and again["unchanged"] == 2
