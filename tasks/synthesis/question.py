@@ -75,7 +75,7 @@ _EN_PART_BREAK = re.compile(
     re.IGNORECASE)
 _EN_ASKS = re.compile(r"\W*(?:how|what|when|where|which|who|why|whom|whose|is|are|was|were|do|does|did|can|could|"
                       r"should|would|will|shall|may|might|must)\b", re.IGNORECASE)
-_ZH_QUESTION = re.compile("怎么|怎样|如何|什么|哪|多少|多久|多长|几|吗|是否|能否|能不能|可不可以|要不要|会不会|为什么|为何|有没有")
+_ZH_QUESTION = re.compile("怎么|怎样|如何|什么|哪|多少|多久|多长|几|吗|是否|能否|能不能|可不可以|要不要|会不会|为什么|为何|有没有|谁")
 
 
 @dataclass(frozen=True)

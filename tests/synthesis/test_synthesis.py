@@ -23,6 +23,7 @@ from tasks.synthesis.passages import comparable, figures, locate, sentence_spans
 from tasks.synthesis.synthesizer import load_sources, synthesis_input, synthesize, synthesize_material
 from tasks.synthesis.base import Source, finish
 from tasks.synthesis.llm_synthesis import llm_synthesis, resolve_source
+from tasks.synthesis.question import read_question
 
 
 # -- text tools ------------------------------------------------------------------
@@ -344,3 +345,11 @@ def test_any_text_gives_a_report_whose_quotes_are_the_sources_own_words(texts, q
         assert citation.verified
         assert by_id[citation.source_id].text[citation.start:citation.end] == citation.quote
     assert result.synthesized_insights or [g for g in result.contradictions_or_gaps if g.kind == "gap"]
+
+
+def test_a_chinese_question_of_two_questions_has_two_parts_whatever_its_interrogative():
+    for asked in ("新建文件的默认权限是谁决定的？umask 设成 0022 和 0002 有什么不同？",
+                  "怎么让 Debian 自动安装安全更新？unstable 也适合这么做吗？"):
+        parts = read_question(asked).parts
+        assert len(parts) == 2, asked
+    assert "umask" in read_question("新建文件的默认权限是谁决定的？umask 设成 0022 和 0002 有什么不同？").parts[1].words
