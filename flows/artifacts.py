@@ -1,6 +1,7 @@
 """What a flow run shows in Prefect's UI and API besides its logs: the
-report a research run wrote (with its citations), its counts, and the files
-an ingest refused. Keys name the task, so Prefect keeps each task's
+report a research run wrote (with its citations), its counts, the files an
+ingest refused, and events automations can act on (bundles landed, files
+refused). Keys name the task, so Prefect keeps each task's
 artifacts as one history (Prefect allows lowercase letters, digits and
 dashes in a key)."""
 
@@ -39,10 +40,20 @@ def research_counts_artifact(task_id: str, outputs: dict, counts: dict, elapsed_
                           description=f"searchlake research run counts of task {task_id}")
 
 
+LAKE_RESOURCE = {"prefect.resource.id": "searchlake.lake", "prefect.resource.name": "searchlake lake"}
+
+
+def bundles_landed_event(tasks: list[str], bundles: int) -> None:
+    """Said after every landing: a freshness automation expects it
+    (automations/no-new-bundles.yaml)."""
+    if bundles:
+        emit_event("searchlake.bundles.landed", resource=LAKE_RESOURCE,
+                   payload={"bundles": bundles, "tasks": tasks})
+
+
 def refusals_artifact(refused: list[dict]) -> None:
     """The files an ingest refused, one row each (file, reason), and an
     event an automation can act on."""
     create_table_artifact(refused, key=artifact_key("ingest-refusals"),
                           description="bundle files the ingest refused, with the reason")
-    emit_event("searchlake.ingest.refused", resource={"prefect.resource.id": "searchlake.ingest"},
-               payload={"refused": len(refused)})
+    emit_event("searchlake.ingest.refused", resource=LAKE_RESOURCE, payload={"refused": len(refused)})

@@ -12,7 +12,7 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.states import Failed
 
-from flows.artifacts import refusals_artifact
+from flows.artifacts import bundles_landed_event, refusals_artifact
 from flows.common import retry_when_busy
 from flows.consolidate import consolidate_task
 from tasks.lake.catalog import open_catalog
@@ -32,6 +32,7 @@ def land_task(paths: list[str], task_id: str | None, replace: bool, within: str 
                 len(report.unchanged), len(report.refused))
     for refusal in report.refused:
         logger.warning(refusal.line())
+    bundles_landed_event(report.tasks, len(report.landed))
     if report.refused:
         refusals_artifact([{"file": r.source, "reason": r.reason, "field": r.field or "", "message": r.message}
                           for r in report.refused])

@@ -10,7 +10,7 @@ from flows import common  # noqa: F401  (sets Prefect defaults before import)
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from flows.artifacts import report_artifact
+from flows.artifacts import bundles_landed_event, report_artifact
 from flows.common import retry_when_busy
 from schemas.governance import Policy
 from schemas.plan import PlannedQuery, ResearchPlan
@@ -111,7 +111,8 @@ def search_task(call: SearchCall, task_id: str, settings: Settings, client,
         # honour a provider's terms on request rate (arXiv: one call per 3 s) while holding its slot
         time.sleep(provider.min_interval_seconds)
     with open_catalog(settings, "research: land") as catalog:
-        land_bundles(catalog, [bundle], source="research")
+        landed = land_bundles(catalog, [bundle], source="research")
+    bundles_landed_event(landed.tasks, len(landed.landed))
     failed = bundle.stats.failed_count > 0 and bundle.stats.kept_after_filter == 0
     return call.provider, call.query.query_id, len(bundle.results), failed
 

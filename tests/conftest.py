@@ -46,6 +46,23 @@ def prefect_artifacts(key: str) -> list:
     return sorted(asyncio.run(read()), key=lambda a: a.created, reverse=True)
 
 
+def prefect_events(name: str, wait: float = 30.0) -> list:
+    """The events of that name Prefect's server has stored (it stores them a
+    moment after they are emitted)."""
+    import asyncio
+    import time
+    from prefect.client.orchestration import get_client
+    from prefect.events.filters import EventFilter, EventNameFilter
+
+    async def read():
+        async with get_client() as client:
+            return (await client.read_events(filter=EventFilter(event=EventNameFilter(name=[name])), limit=50)).events
+    deadline = time.monotonic() + wait
+    while not (found := asyncio.run(read())) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return found
+
+
 # -- servers on 127.0.0.1 -----------------------------------------------------
 
 @pytest.fixture(scope="session")

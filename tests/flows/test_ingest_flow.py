@@ -10,7 +10,7 @@ import os
 from datetime import date
 from pathlib import Path
 
-from tests.conftest import prefect_artifacts
+from tests.conftest import prefect_artifacts, prefect_events
 
 
 def ingest(**options) -> tuple[object, dict]:
@@ -60,6 +60,10 @@ def test_landed_files_are_filed_away_and_never_read_again(prefect_engine, lake, 
     assert state.is_failed() and state.message.startswith("refused 1 of 3 files (landed 2 bundles)")
     refusals = prefect_artifacts("ingest-refusals")[0]
     assert refusals.type == "table" and "broken.json" in str(refusals.data)
+    assert prefect_events("searchlake.ingest.refused")[0].payload == {"refused": 1}
+    landed = prefect_events("searchlake.bundles.landed")
+    assert any(e.payload == {"bundles": 2, "tasks": ["drop"]} for e in landed)
+    assert landed[0].resource.id == "searchlake.lake"
     today = date.today().isoformat()
     left = sorted(str(p.relative_to(landing.folder)) for p in landing.folder.rglob("*") if p.is_file())
     assert left == sorted([f"processed/{today}/agent-7/q2.json", f"processed/{today}/q1.json",
@@ -104,3 +108,21 @@ def test_hostile_files_are_refused_filed_away_and_the_rest_lands(prefect_engine,
     assert [r["url"] for r in lake.consolidated("drop")] == ["https://a.example/1"]
     home = Path(lake.settings.home)
     assert not [p for p in home.rglob("*") if p.is_file() and b"sk-do-not-copy" in p.read_bytes()]
+
+
+def test_the_documented_freshness_automation_is_one_prefect_accepts(prefect_engine):
+    """automations/no-new-bundles.yaml, created as `prefect automation
+    create --from-file` creates it, expects the event the flows emit."""
+    import asyncio
+    import yaml
+    from prefect.client.orchestration import get_client
+    from prefect.events.schemas.automations import AutomationCore
+
+    spec = AutomationCore.model_validate(yaml.safe_load(Path("automations/no-new-bundles.yaml").read_text()))
+
+    async def create_and_read():
+        async with get_client() as client:
+            return await client.read_automation(await client.create_automation(spec))
+    created = asyncio.run(create_and_read())
+    assert created.trigger.expect == {"searchlake.bundles.landed"} and created.trigger.posture == "Proactive"
+    assert created.trigger.match.root == {"prefect.resource.id": "searchlake.lake"}
