@@ -336,3 +336,16 @@ def test_an_xhtml_page_with_self_closing_anchors_is_text_not_navigation():
     nav = "<html><body><ul>" + "".join(f'<li><a href="p{n}.html">Page {n}</a></li>' for n in range(30)) + "</ul></body></html>"
     with pytest.raises(SkipFile, match="mostly links"):
         extract("html", nav.encode(), "index.html")
+
+
+def test_wrapped_chinese_in_html_runs_on_and_preformatted_text_keeps_its_lines():
+    """Manuals wrap their HTML source at 80 columns; a browser joins the
+    lines, with nothing between two Chinese characters — and so must the
+    text, or a Chinese sentence is cut where the source happened to wrap."""
+    page = ("<html><body><p>在命令行输入Ctrl-D，即可关闭\nshell 活动。或者，你也可以键入\n”exit\" 退出命令行。"
+            "这个多用户环境是伟大的\nUnix 的特性，很\n容易上瘾。</p>"
+            "<pre>$ script\n  做些操作\n按 Ctrl-D 退出\n</pre><ul><li>one</li><li>two</li></ul></body></html>")
+    text = extract("html", page.encode(), "ch01.html").text
+    assert text.split("\n\n") == ["在命令行输入Ctrl-D，即可关闭 shell 活动。或者，你也可以键入 ”exit\" 退出命令行。"
+                                  "这个多用户环境是伟大的 Unix 的特性，很容易上瘾。",
+                                  "$ script\n做些操作\n按 Ctrl-D 退出", "one", "two"]

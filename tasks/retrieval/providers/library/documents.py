@@ -294,12 +294,17 @@ NAVIGATION_LINK_SHARE = 0.6  # a page whose text is mostly link text is an index
 _BLOCKS = ("p,div,section,article,main,header,footer,aside,blockquote,pre,table,tr,ul,ol,li,dl,dt,dd,"
            "h1,h2,h3,h4,h5,h6,br,hr,figure,figcaption,form,fieldset,details,summary")
 _HIDDEN = "script,style,noscript,template,svg,nav,iframe,object"
+# A private-use mark for the lines of preformatted text while the rest is joined (removed from the markup first).
+_KEPT_NEWLINE = "\ue001"
+_CJK_CHARS = "\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef"  # Chinese and Japanese, with their punctuation
+_CJK_CHAR = re.compile(f"[{_CJK_CHARS}]")
+_WRAP_BESIDE_CJK = re.compile(f"(?<=[{_CJK_CHARS}])[ \t]*\n[ \t]*(?=\\S)|(?<=\\S)[ \t]*\n[ \t]*(?=[{_CJK_CHARS}])")
 
 
 def _html(markup: str) -> tuple[str | None, str]:
     from selectolax.lexbor import LexborHTMLParser
 
-    tree = LexborHTMLParser(markup)
+    tree = LexborHTMLParser(markup.replace(_KEPT_NEWLINE, ""))
     for node in tree.css(_HIDDEN):
         node.decompose()
     root = next((node for node in map(tree.css_first, _MAIN) if node is not None), None) or tree.body or tree.root
@@ -309,15 +314,30 @@ def _html(markup: str) -> tuple[str | None, str]:
     title = " ".join(title_node.text().split()) if title_node else None
     if root is not None and _mostly_links(root):
         raise SkipFile("a navigation page (mostly links)")
-    # Blocks become blank-line separated paragraphs, so passages keep the
-    # document's structure instead of one run-on line.
-    for node in root.css(_BLOCKS) if root else []:
+    return title or None, _block_text(root) if root else ""
+
+
+def _block_text(root) -> str:
+    """Blocks become blank-line separated paragraphs, so passages keep the
+    document's structure; preformatted text keeps its lines. A newline of
+    the markup beside Chinese text is what a browser makes of it — nothing
+    between two Chinese characters, a space otherwise — since wrapped
+    Chinese has no other sign of running on: "…你也可以键入\n”exit" 退出"
+    is one sentence. (Other wrapped lines are kept: sentence splitting
+    joins them, tasks/synthesis/passages.py.)"""
+    for node in root.css("pre"):
+        node.replace_with("\n\n" + node.text(separator="", strip=False).replace("\n", _KEPT_NEWLINE) + "\n\n")
+    for node in root.css(_BLOCKS):
         node.insert_before("\n\n")
         node.insert_after("\n\n")
-    raw = root.text(separator="", strip=False) if root else ""
+    raw = _WRAP_BESIDE_CJK.sub(_browser_join, root.text(separator="", strip=False)).replace(_KEPT_NEWLINE, "\n")
     lines = (" ".join(line.split()) for line in raw.split("\n"))
-    text = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
-    return title or None, text
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+
+
+def _browser_join(wrap: re.Match) -> str:
+    text = wrap.string
+    return "" if _CJK_CHAR.match(text[wrap.start() - 1]) and _CJK_CHAR.match(text[wrap.end()]) else " "
 
 
 def _mostly_links(root) -> bool:
