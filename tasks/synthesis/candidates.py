@@ -180,7 +180,8 @@ def quote_from(window: Window, taken: set[int], related: set[int], limit: int) -
     sentences after it that go on answering — the rest of its paragraph, the
     next items of its list, a next paragraph of a short section when it is
     `related` to the question (indices of such sentences), the code a
-    sentence introduces ("… set it as follows:") — while the quote stays
+    sentence introduces ("… set it as follows:") or that follows the
+    paragraph it ends — while the quote stays
     within `limit` characters and they are not quoted elsewhere."""
     first, last, sentences = window.first, window.last, window.sentences
     if dangling(window) and first - 1 not in taken:
@@ -188,7 +189,9 @@ def quote_from(window: Window, taken: set[int], related: set[int], limit: int) -
     while last + 1 < len(sentences) and last + 1 not in taken and sentences[last + 1].end - sentences[first].start <= limit:
         a, b = sentences[last], sentences[last + 1]
         if not b.statement:
-            if not (a.source is b.source and a.section == b.section and (not a.statement or _INTRODUCES.search(a.text))):
+            # code right after the paragraph a sentence ends is what it speaks of ("… 可以使用命令行关闭系统。" + "# shutdown -h now")
+            if not (a.source is b.source and a.section == b.section and (
+                    not a.statement or _INTRODUCES.search(a.text) or b.block == a.block + 1)):
                 break
         elif not (a.source is b.source and a.statement and (a.block == b.block or (a.section == b.section and (
                 (a.short_block and b.short_block) or (a.short_section and last + 1 in related))))):
@@ -209,6 +212,8 @@ def _is_heading(block: str) -> bool:
     """A block of one short line that states nothing ("## Setup", "How long");
     not a line of code."""
     flat = " ".join(block.split())
+    if flat.startswith("# ") and _is_code(flat[2:]):  # a root shell prompt ("# shutdown -h now"), not a title
+        return False
     return "\n" not in block.strip() and (flat.startswith("#") or (weight_len(flat) <= 60 and not
                                                                      _ENDS_SENTENCE.search(flat) and not _is_code(flat)))
 

@@ -192,6 +192,11 @@ def _segment(run: str) -> list[str]:
 
 
 @lru_cache(maxsize=1)
+def chinese_words(text: str) -> list[str]:
+    """The distinct Chinese words (two characters or more) of a text."""
+    return list(dict.fromkeys(w for run in CJK_RUN.findall(text) for w in _jieba().cut(run) if len(w) >= 2))
+
+
 def _jieba():
     import jieba  # its dictionary ships in its wheel; loading it takes about half a second
     jieba.setLogLevel(logging.WARNING)

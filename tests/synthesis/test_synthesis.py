@@ -353,3 +353,25 @@ def test_a_chinese_question_of_two_questions_has_two_parts_whatever_its_interrog
         parts = read_question(asked).parts
         assert len(parts) == 2, asked
     assert "umask" in read_question("新建文件的默认权限是谁决定的？umask 设成 0022 和 0002 有什么不同？").parts[1].words
+
+
+SHUTDOWN_PAGE = ("1.1.7. 怎样退出命令行提示符\n\n在命令行输入Ctrl-D，即可关闭 shell 活动。\n\n"
+                 "1.1.8. 怎样关闭系统\n\n就像任何其他的现代操作系统一样，Debian 会通过内存中的缓存数据进行文件操作以提高性能，"
+                 "因此在电源被安全地关闭前需要适当的过程。\n\n在普通多用户模式下，可以使用命令行关闭系统。\n\n# shutdown -h now\n\n"
+                 "在单用户模式下，可以使用命令行关闭系统。\n\n# poweroff -i -f\n\n1.1.9. 恢复一个正常的控制台\n\n"
+                 "当屏幕发狂时，你可以在命令行输入“reset”。")
+
+
+def test_a_chinese_question_finds_the_answer_worded_otherwise_and_quotes_the_command_after_it():
+    """"关机" (shut down) is answered by "关闭系统" (close the system): the
+    words differ, the meaning does not. The command the sentence speaks of
+    follows its paragraph in a code block (a root prompt, not a heading)."""
+    sources = make_sources([("file:///doc/ch01.zh-cn.html", "第 1 章 GNU/Linux 教程", SHUTDOWN_PAGE)])
+    result = extractive_synthesis(sources, "用命令行怎么关机？")
+    first = result.synthesized_insights[0].citations[0]
+    assert "可以使用命令行关闭系统。" in first.quote and first.verified
+    assert first.quote.endswith(("# shutdown -h now", "# poweroff -i -f"))
+    quoted = " ".join(c.quote for c in result.all_citations())
+    assert "shutdown -h now" in quoted and "poweroff -i -f" in quoted
+    assert not [g for g in result.contradictions_or_gaps if g.kind == "gap"]
+    assert "Ctrl-D" not in " ".join(c.quote for c in result.all_citations()[:2])
