@@ -134,7 +134,8 @@ def record(catalog: Catalog, plan: AskPlan, ex: Exchange, outcome: Outcome, body
             cat.run("ask_review_add", [plan.message_id, plan.task_id, "no_citations", plan.created_at,
                                        _scrubbed_json(ex.doc, key)])
 
-    catalog.transaction(rows, write)
+    catalog.transaction(rows, write, action="ask", task_id=plan.task_id,
+                        detail=f"{outcome.status}, {len(outcome.citations)} citations")
 
 
 # -- the whole call ----------------------------------------------------------------

@@ -48,7 +48,8 @@ def consolidate(catalog: Catalog, task_id: str, *, rebuild: bool = False) -> Con
     """Read what landed since the cursor and commit the new output with the
     advanced cursor, in one transaction (run again if another writer's
     commit conflicts)."""
-    return catalog.transaction(lambda cat: _consolidate(cat, task_id, rebuild))
+    return catalog.transaction(lambda cat: _consolidate(cat, task_id, rebuild), action="consolidate",
+                               task_id=task_id)
 
 
 def _consolidate(catalog: Catalog, task_id: str, rebuild: bool) -> ConsolidationReport:
@@ -82,5 +83,7 @@ def _consolidate(catalog: Catalog, task_id: str, rebuild: bool) -> Consolidation
         catalog.run("cursor_delete", [task_id])
     catalog.run("cursor_put", [task_id, last_query, last_source, sources, high_water, sources])
     catalog.run("new_items_drop")
+    catalog.describe_commit("consolidate", f"{sources} sources ({sources - previous_sources} new) from "
+                            f"{bundles_read} bundles" + (", rebuilt" if rebuild and cursor else ""), task_id=task_id)
     return ConsolidationReport(task_id, bundles_read, items_read, failed, sources,
                                sources - previous_sources, last_query, last_source, rebuild)

@@ -322,6 +322,8 @@ def store_report(catalog: Catalog, task_id: str, report: ResearchReport, synthes
     write.put(keys["json"], render_json(report).encode("utf-8"))
     write.put(keys["html"], render_html(report).encode("utf-8"))
 
+    citations = citation_rows(task_id, report)
+
     def record(cat: Catalog) -> None:
         write.deletes.clear()
         for old in cat.rows("report_paths", [task_id]):
@@ -330,11 +332,12 @@ def store_report(catalog: Catalog, task_id: str, report: ResearchReport, synthes
         cat.run("report_delete", [task_id])
         cat.run("report_insert", _row(task_id, report, report.synthesis, keys))
         cat.run("report_citation_delete", [task_id])
-        for row in citation_rows(task_id, report):
+        for row in citations:
             cat.run("report_citation_insert", row)
 
     try:
-        catalog.transaction(record, write)
+        catalog.transaction(record, write, action="report", task_id=task_id,
+                            detail=f"{len(citations)} citations of {len(report.sources)} sources")
     except BaseException:
         for key in keys.values():
             catalog.lake.delete(key)
