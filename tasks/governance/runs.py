@@ -39,6 +39,7 @@ from schemas.governance import Budget, Drop, GateResult, Policy, Publisher, Stag
 from tasks.common.processes import ProcessIdentity
 from tasks.lake.catalog import Catalog, CatalogBusy, CatalogError, open_catalog
 from tasks.common.settings import Settings
+from tasks.common.text import counted
 from tasks.lake.files import Lake, LakeWrite, end_torn_line, run_logs_root
 from tasks.governance.filters import Candidate
 
@@ -122,7 +123,7 @@ def run_finished(trace_id: str, status: str, *, candidate_count: int = 0, filter
     params = [status, candidate_count, filtered_count, publisher_count, round(float(elapsed_seconds), 3),
               _json(history), _json(dict(outputs or {})), error, trace_id]
     return RunRecord(f"run {status}", lambda cat: cat.run("run_finish", params),
-                     detail=f"{candidate_count} candidates, {filtered_count} selected")
+                     detail=f"{counted(candidate_count, 'candidate')}, {filtered_count} selected")
 
 
 def finish_run(settings: Settings, trace_id: str, status: str, **fields: Any) -> None:
@@ -179,7 +180,8 @@ def record_outcome(settings: Settings, trace_id: str, task_id: str, selections: 
         _insert_outcome(cat, trace_id, task_id, selections, drops, publishers)
 
     record = RunRecord("outcome", change, task_id=task_id, files=files,
-                       detail=f"{len(selections)} selected, {len(drops)} dropped, {len(publishers)} publishers")
+                       detail=f"{len(selections)} selected, {len(drops)} dropped, "
+                              f"{counted(len(publishers), 'publisher')}")
     if trace is not None:
         trace.commit(record)
     else:
@@ -273,7 +275,7 @@ class TraceLog:
     def _send(self) -> None:
         try:
             self._commit(RunRecord("trace", lambda cat: None, task_id=self.task_id,
-                                   detail=f"{len(self._unsent)} lines"))
+                                   detail=counted(len(self._unsent), "line")))
         except (CatalogBusy, CatalogError) as exc:
             problem = f"{len(self._unsent)} trace lines (up to {self._seq}) wait for run_events: {exc}"
             log.warning("%s", problem)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tasks.common.text import counted
 from tasks.lake.catalog import Catalog
 
 
@@ -83,7 +84,8 @@ def _consolidate(catalog: Catalog, task_id: str, rebuild: bool) -> Consolidation
         catalog.run("cursor_delete", [task_id])
     catalog.run("cursor_put", [task_id, last_query, last_source, sources, high_water, sources])
     catalog.run("new_items_drop")
-    catalog.describe_commit("consolidate", f"{sources} sources ({sources - previous_sources} new) from "
-                            f"{bundles_read} bundles" + (", rebuilt" if rebuild and cursor else ""), task_id=task_id)
+    catalog.describe_commit("consolidate", f"{counted(sources, 'source')} ({sources - previous_sources} new) from "
+                            f"{counted(bundles_read, 'bundle')}" + (", rebuilt" if rebuild and cursor else ""),
+                            task_id=task_id)
     return ConsolidationReport(task_id, bundles_read, items_read, failed, sources,
                                sources - previous_sources, last_query, last_source, rebuild)

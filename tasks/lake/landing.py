@@ -28,6 +28,7 @@ import pyarrow as pa
 from schemas import rows
 from schemas.bundle import SearchResultBundle
 from tasks.common.settings import Settings
+from tasks.common.text import counted
 from tasks.lake.catalog import Catalog, commit_scope, open_catalog
 from tasks.lake.files import Lake, LakeWrite
 from tasks.lake.validation import (FileRoots, ReadyBundle, Refusal, Submission, expand_paths, item_columns,
@@ -75,14 +76,10 @@ def land_files(catalog: Catalog, paths: Iterable[str | Path], *, task_id: str | 
     files, missing = expand_paths(paths, within=within)
     report = LandingReport(refused=list(missing))
     roots = library_roots([catalog.settings.library, *libraries])
-    with commit_scope(f"ingest {_count(len(files) + len(missing), 'file')}"):
+    with commit_scope(f"ingest {counted(len(files) + len(missing), 'file')}"):
         report.merge(land_submissions(catalog, read_submissions(files), task_id=task_id, replace=replace,
                                       batch_items=batch_items, workers=workers_for(files), file_roots=roots))
     return report
-
-
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def land_bundles(catalog: Catalog, bundles: Iterable[SearchResultBundle], *, source: str,
@@ -285,7 +282,7 @@ def _land_batch(catalog: Catalog, batch: list[ReadyBundle], refused: list[Refusa
             with _registered(cat, "landing_items", results_table(landing)):
                 cat.run("results_insert_batch")
         _record_quarantined(cat, quarantined)
-        cat.describe_commit(*_what_landed(plan, quarantined), task_ids={c.task_id for c in landing})
+        cat.describe_commit(_what_landed(plan, quarantined), task_ids={c.task_id for c in landing})
         return plan
 
     plan = catalog.transaction(record, write, action="landing")
@@ -300,15 +297,15 @@ def _land_batch(catalog: Catalog, batch: list[ReadyBundle], refused: list[Refusa
     )
 
 
-def _what_landed(plan: _Plan, quarantined: list) -> tuple[str, str]:
-    """The history's words for a landing: "landed 3 bundles (30 items)", then the rest."""
+def _what_landed(plan: _Plan, quarantined: list) -> str:
+    """The history's words for a landing: "landed 3 bundles (30 items), 1 refused"."""
     landing = plan.new + [cand for cand, _ in plan.replacing]
     items = sum(cand.header.item_count for cand in landing)
-    rest = [f"{len(plan.replacing)} replaced" if plan.replacing else "",
-            f"{len(plan.unchanged)} unchanged" if plan.unchanged else "",
-            f"{len(quarantined)} refused" if quarantined else ""]
-    action = f"landed {_count(len(landing), 'bundle')} ({_count(items, 'item')})"
-    return action, ", ".join(part for part in rest if part)
+    parts = [f"landed {counted(len(landing), 'bundle')} ({counted(items, 'item')})",
+             f"{len(plan.replacing)} replaced" if plan.replacing else "",
+             f"{len(plan.unchanged)} unchanged" if plan.unchanged else "",
+             f"{len(quarantined)} refused" if quarantined else ""]
+    return ", ".join(part for part in parts if part)
 
 
 def _drop_raced_duplicates(catalog: Catalog, keys: set[tuple[str, str]]) -> None:

@@ -30,6 +30,7 @@ from schemas.report import (
     SynthesisResult,
 )
 from tasks.common.settings import Settings
+from tasks.common.text import counted
 from tasks.lake.catalog import Catalog, open_catalog
 from tasks.lake.consolidation import UnknownTask
 from tasks.synthesis.labels import labels
@@ -337,7 +338,7 @@ def store_report(catalog: Catalog, task_id: str, report: ResearchReport, synthes
 
     try:
         catalog.transaction(record, write, action="report", task_id=task_id,
-                            detail=f"{len(citations)} citations of {len(report.sources)} sources")
+                            detail=f"{counted(len(citations), 'citation')} of {counted(len(report.sources), 'source')}")
     except BaseException:
         for key in keys.values():
             catalog.lake.delete(key)

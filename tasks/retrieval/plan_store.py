@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from schemas.plan import ResearchPlan
+from tasks.common.text import counted
 from tasks.lake.catalog import Catalog
 from tasks.lake.files import Lake, LakeWrite
 from tasks.retrieval.planning import PlanOutcome
@@ -33,7 +34,7 @@ def store_plan(catalog: Catalog, task_id: str, run_id: str, outcome: PlanOutcome
                                 len(plan.queries), plan.model_dump_json(), outcome.raw_answer, plan_key])
 
     catalog.transaction(record, write, action="plan", task_id=task_id,
-                        detail=f"{len(plan.queries)} queries ({plan.planner})")
+                        detail=f"{counted(len(plan.queries), 'query', 'queries')} ({plan.planner})")
     return plan_key
 
 
@@ -49,7 +50,7 @@ def log_skipped_files(catalog: Catalog, task_id: str, provider: str, skipped: li
                                       "unreadable", f"{provider}_index", reason])
 
     catalog.transaction(log, action="error log", task_id=task_id,
-                        detail=f"{len(skipped)} files {provider} could not read")
+                        detail=f"{counted(len(skipped), 'file')} {provider} could not read")
 
 
 def selected_source_ids(catalog: Catalog, task_id: str) -> list[str] | None:

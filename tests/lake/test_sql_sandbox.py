@@ -110,6 +110,10 @@ def test_analysts_can_read_an_earlier_snapshot(landed, settings, inbox, new_bund
     then = analyst(settings, f"select count(*) from consolidated AT (VERSION => {snapshot_before})")
     assert then.rows == [(2,)]
     assert analyst(settings, "select count(*) from consolidated").rows == [(3,)]
+    # the views too: they live in the catalog, whose snapshots they follow
+    for view in ("bundles", "lake.main.bundles"):
+        assert analyst(settings, f"select query_id from {view} AT (VERSION => {snapshot_before})").rows == [("q1",)]
+    assert analyst(settings, "select query_id from bundles order by 1").rows == [("q1",), ("q2",)]
 
 
 def test_queries_over_every_view_still_run(landed, settings):
@@ -119,7 +123,8 @@ def test_queries_over_every_view_still_run(landed, settings):
     for query in ["describe consolidated", "summarize results", "show tables", "from bundles",
                   "explain select * from consolidated", "explain analyze select count(*) from results",
                   "/* comment */ explain (analyze) select 1", "from lake.snapshots()",
-                  "select count(*) from lake.main.consolidated", "select list_transform([1, 2], x -> x + 1)",
+                  "select count(*) from lake.main.consolidated", "select count(*) from lake.main.bundles",
+                  "select * from main.report_citations", "select list_transform([1, 2], x -> x + 1)",
                   "select upper(url), row_number() over (order by score_final desc) from consolidated",
                   "select regexp_extract(url, '//([^/]+)', 1) as host, count(*) from results group by all",
                   "select * from range(3) r(x) join unnest([1, 2]) u(y) on x = y"]:
