@@ -321,7 +321,8 @@ def _drop_raced_duplicates(catalog: Catalog, keys: set[tuple[str, str]]) -> None
                 cat.run("cursor_mark_rebuild", [task_id])
 
     if any(len(found) > 1 for found in _landed_bundles(catalog, keys).values()):
-        catalog.transaction(drop, action="landing", detail="removed bundles another writer landed at the same moment")
+        catalog.transaction(drop, action="landing",
+                            detail="removed bundles another writer landed at the same moment")
 
 
 def _put_quarantined(write: LakeWrite, refusal: Refusal) -> str | None:

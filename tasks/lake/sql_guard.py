@@ -59,9 +59,7 @@ def check_query(con: duckdb.DuckDBPyConnection, query: str) -> None:
     tree = _parsed(con, query)
     if len(tree.get("statements", [])) != 1:  # e.g. a statement DuckDB expands into several (PIVOT)
         raise NotReadOnly("searchlake sql only reads; only SELECT queries are allowed")
-    ctes = set(_cte_names(tree))
-    for node in _nodes(tree):
-        _check_node(node, ctes, readable_tables())
+    _check_tree(tree, readable_tables())
 
 
 def check_view_definitions(con: duckdb.DuckDBPyConnection, definitions: list[tuple[str, str]]) -> None:
@@ -69,13 +67,16 @@ def check_view_definitions(con: duckdb.DuckDBPyConnection, definitions: list[tup
     lake's tables and views with the functions analysts may use: the view
     runs inside an analyst's query, where check_query sees only its name."""
     for view, query in definitions:
-        tree = _parsed(con, query)
-        ctes = set(_cte_names(tree))
         try:
-            for node in _nodes(tree):
-                _check_node(node, ctes, lake_tables() | readable_tables())
+            _check_tree(_parsed(con, query), lake_tables() | readable_tables())
         except NotReadOnly as exc:
             raise NotReadOnly(f"the catalog's view {view} is not searchlake's: {exc}") from None
+
+
+def _check_tree(tree: dict, tables: frozenset[str]) -> None:
+    ctes = set(_cte_names(tree))
+    for node in _nodes(tree):
+        _check_node(node, ctes, tables)
 
 
 def _parsed(con: duckdb.DuckDBPyConnection, query: str) -> dict:
