@@ -38,6 +38,7 @@ from schemas.urls import UnsafeURL, WEB_SCHEMES, check_lake_url, source_id_for, 
 from tasks.ask.plan import AskBudgetExceeded, AskError, AskPlan, plan_ask
 from tasks.lake.catalog import Catalog, commit_scope, open_catalog
 from tasks.common.settings import Settings, secret_value
+from tasks.common.text import counted
 from tasks.common.http import endpoint_url, make_client, redact
 from tasks.lake.files import Lake, LakeWrite
 from tasks.lake.landing import land_bundles
@@ -135,7 +136,7 @@ def record(catalog: Catalog, plan: AskPlan, ex: Exchange, outcome: Outcome, body
                                        _scrubbed_json(ex.doc, key)])
 
     catalog.transaction(rows, write, action="ask", task_id=plan.task_id,
-                        detail=f"{outcome.status}, {len(outcome.citations)} citations")
+                        detail=f"{outcome.status}, {counted(len(outcome.citations), 'citation')}")
 
 
 # -- the whole call ----------------------------------------------------------------
