@@ -5,9 +5,10 @@ from __future__ import annotations
 from flows import common  # noqa: F401  (sets Prefect defaults before import)
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
+from prefect.runtime import flow_run
 
 from flows.common import retry_when_busy
-from tasks.lake.catalog import open_catalog
+from tasks.lake.catalog import commit_scope, open_catalog
 from tasks.common.settings import Settings
 from tasks.lake.consolidation import consolidate
 
@@ -31,7 +32,8 @@ def known_tasks() -> list[str]:
 
 @flow(name="searchlake-consolidate")
 def consolidate_flow(task_ids: list[str] | None = None, rebuild: bool = False) -> list[dict]:
-    return [consolidate_task(task, rebuild) for task in (task_ids or known_tasks())]
+    with commit_scope(flow_run_id=flow_run.get_id()):
+        return [consolidate_task(task, rebuild) for task in (task_ids or known_tasks())]
 
 
 if __name__ == "__main__":

@@ -10,12 +10,13 @@ from pathlib import Path
 from flows import common  # noqa: F401  (sets Prefect defaults before import)
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
+from prefect.runtime import flow_run
 from prefect.states import Failed
 
 from flows.artifacts import bundles_landed_event, refusals_artifact
 from flows.common import retry_when_busy
 from flows.consolidate import consolidate_task
-from tasks.lake.catalog import open_catalog
+from tasks.lake.catalog import commit_scope, open_catalog
 from tasks.common.settings import Settings
 from tasks.lake.landing import land_files
 from tasks.lake.landing_folder import file_away, prepare_landing_folder, waiting_files
@@ -68,12 +69,13 @@ def ingest_flow(paths: list[str] | None = None, landing: str | None = None, task
     artifact `ingest-refusals` and its `searchlake.ingest.refused` event."""
     waiting = scan_landing_task(landing) if landing is not None else []
     files = list(paths or []) + waiting
-    # A landing folder's files are read only from inside it, whatever its links say.
-    summary = land_task(files, task_id, replace, landing) if files else {"tasks": [], "landed": 0, "refused": []}
-    if waiting:
-        summary["moved"] = file_away_task(landing, waiting, summary["refused_paths"])
-    if consolidate:
-        summary["consolidated"] = [consolidate_task(task) for task in summary["tasks"]]
+    with commit_scope(flow_run_id=flow_run.get_id()):
+        # A landing folder's files are read only from inside it, whatever its links say.
+        summary = land_task(files, task_id, replace, landing) if files else {"tasks": [], "landed": 0, "refused": []}
+        if waiting:
+            summary["moved"] = file_away_task(landing, waiting, summary["refused_paths"])
+        if consolidate:
+            summary["consolidated"] = [consolidate_task(task) for task in summary["tasks"]]
     if summary["refused"]:
         return Failed(message=f"refused {len(summary['refused'])} of {len(files)} files "
                               f"(landed {summary['landed']} bundles): {summary['refused'][0]}", data=summary)

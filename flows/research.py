@@ -28,13 +28,14 @@ from flows.research_tasks import (candidates_task, coarse_filter_task, consolida
 from flows.run_view import RunView, end_dead_runs
 from schemas.plan import ResearchPlan
 from tasks.common.settings import research_settings
+from tasks.lake.catalog import commit_scope
 from tasks.governance.gates import (build_output, filter_sufficiency, output_check, search_completeness, threshold,
                                     unused_keywords)
 from tasks.common.http import make_client
 from tasks.governance.preflight import preflight
 from tasks.retrieval.providers.registry import enabled_names, provider_class
 from tasks.governance.filters import aggregate_publishers
-from tasks.governance.runs import finish_run, record_outcome, start_run
+from tasks.governance.runs import record_outcome, run_finished, run_started
 from tasks.retrieval.search import SearchCall, route
 
 MAX_RESULTS = 50  # per query and provider: the deepest a search goes to reach the candidate target
@@ -61,26 +62,28 @@ def research_flow(question: str, task_id: str | None = None, library: str | None
     target = budget.cap_target(target or settings.target_count)
     task_id = task_id or new_task_id(question)
     trace_id = flow_run.get_id() or uuid.uuid4().hex
-    policy, policy_source = policy_task(demand_id, settings)
-    end_dead_runs(settings)  # runs whose process died end as interrupted first (a resumed one among them)
-    view = RunView(settings, task_id, trace_id)
-    start_run(settings, trace_id, task_id, question, demand_id, policy_source, budget, policy)
-    view.begin(run_plan_lines(trace_id, task_id, question, names, target, budget, policy, policy_source))
-    started = time.monotonic()
-    counts = {"candidate_count": 0, "filtered_count": 0, "publisher_count": 0}
-    try:
-        with make_client(settings) as client:
-            outputs = _run(question, task_id, trace_id, names, target, budget, policy, settings, client, view, counts)
-    except BaseException as exc:
-        status, error = run_failure(exc, time.monotonic() - started)
-        finish_run(settings, trace_id, status, **counts, elapsed_seconds=time.monotonic() - started,
-                   stage_history=view.trace.history, outputs={}, error=error)
-        view.fail(status, error)
-        raise
-    finish_run(settings, trace_id, "complete", **counts, elapsed_seconds=time.monotonic() - started,
-               stage_history=view.trace.history, outputs=outputs)
-    research_counts_artifact(task_id, outputs, counts, time.monotonic() - started)
-    view.finish(outputs)
+    with commit_scope(f"research {task_id} run {trace_id}", task_id=task_id, flow_run_id=flow_run.get_id()):
+        policy, policy_source = policy_task(demand_id, settings)
+        end_dead_runs(settings)  # runs whose process died end as interrupted first (a resumed one among them)
+        view = RunView(settings, task_id, trace_id)
+        view.begin(run_plan_lines(trace_id, task_id, question, names, target, budget, policy, policy_source),
+                   run_started(trace_id, task_id, question, demand_id, policy_source, budget, policy))
+        started = time.monotonic()
+        counts = {"candidate_count": 0, "filtered_count": 0, "publisher_count": 0}
+        try:
+            with make_client(settings) as client:
+                outputs = _run(question, task_id, trace_id, names, target, budget, policy, settings, client, view,
+                               counts)
+        except BaseException as exc:
+            status, error = run_failure(exc, time.monotonic() - started)
+            view.fail(status, error, run_finished(trace_id, status, **counts, error=error, outputs={},
+                                                  elapsed_seconds=time.monotonic() - started,
+                                                  stage_history=view.trace.history))
+            raise
+        view.finish(outputs, run_finished(trace_id, "complete", **counts, outputs=outputs,
+                                          elapsed_seconds=time.monotonic() - started,
+                                          stage_history=view.trace.history))
+        research_counts_artifact(task_id, outputs, counts, time.monotonic() - started)
     return {"trace_id": trace_id, "task_id": task_id, "providers": names, **outputs}
 
 
@@ -144,7 +147,8 @@ def _run(question, task_id, trace_id, names, target, budget, policy, settings, c
         detail["publishers"] = len(publishers)
     output = build_output(len(candidates), selected, publishers)
     counts.update(filtered_count=len(selected), publisher_count=len(publishers))
-    output_key = record_outcome(settings, trace_id, task_id, selected, drops, publishers, output=output)
+    output_key = record_outcome(settings, trace_id, task_id, selected, drops, publishers, output=output,
+                                trace=view.trace)
     with view.stage("report", "writing the report") as detail:
         reports = report_research_task(task_id, plan, [c.source_id for c in selected], settings)
         detail["report"] = reports.get("html")

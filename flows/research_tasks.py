@@ -17,7 +17,7 @@ from schemas.plan import PlannedQuery, ResearchPlan
 from tasks.lake.catalog import open_catalog
 from tasks.common.settings import Settings
 from tasks.lake.consolidation import ConsolidationReport, consolidate
-from tasks.lake.landing import land_bundles
+from tasks.lake.landing import land_as_it_arrives
 from tasks.common.llm import LLMConfig
 from tasks.retrieval.planning import PlanOutcome, plan_question
 from tasks.governance.policy import load_policy
@@ -103,16 +103,17 @@ def landed_task(task_id: str, settings: Settings) -> set[str]:
 @task(name="search", cache_policy=NO_CACHE)
 def search_task(call: SearchCall, task_id: str, settings: Settings, client,
                 max_results: int | None = None) -> tuple[str, str, int, bool]:
-    """One query at one provider; its bundle lands as soon as it arrives."""
+    """One query at one provider; its bundle lands as soon as it arrives
+    (with those of other searches that arrive while a landing commits)."""
     with provider_slot(call.provider, settings):
         provider = build_provider(call.provider, settings, client)
         bundle = search_bundle(provider, call, task_id=task_id, max_results=max_results or settings.max_results,
                                settings=settings, client=client)
         # honour a provider's terms on request rate (arXiv: one call per 3 s) while holding its slot
         time.sleep(provider.min_interval_seconds)
-    with open_catalog(settings, "research: land") as catalog:
-        landed = land_bundles(catalog, [bundle], source="research")
-    bundles_landed_event(landed.tasks, len(landed.landed))
+    landed = land_as_it_arrives(settings, bundle, source="research", purpose="research: land")
+    if any(query_id == bundle.query_id for _, query_id, _ in landed.landed):
+        bundles_landed_event([bundle.task_id], 1)
     failed = bundle.stats.failed_count > 0 and bundle.stats.kept_after_filter == 0
     return call.provider, call.query.query_id, len(bundle.results), failed
 

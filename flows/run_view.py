@@ -10,7 +10,7 @@ from typing import Iterator
 from flows import observer
 from schemas.governance import GateResult
 from tasks.common.settings import Settings
-from tasks.governance.runs import INTERRUPTED, InterruptedRun, TraceLog, close_dead_runs
+from tasks.governance.runs import INTERRUPTED, InterruptedRun, RunRecord, TraceLog, close_dead_runs
 from tasks.lake.files import run_logs_root
 from tasks.progress.events import EventLog, ProgressTracker, end_log, events_path
 
@@ -37,9 +37,11 @@ class RunView:
         self.searches_total = 0
         self.searches_done = 0
 
-    def begin(self, plan_lines: list[str]) -> None:
+    def begin(self, plan_lines: list[str], record: RunRecord) -> None:
+        """The run begins: its `runs` row (`record`) and first trace line in
+        one commit, then the progress events and the terminal."""
+        self.trace.run("running", {"plan": plan_lines}, record=record)
         self.progress.begin({"plan": plan_lines})
-        self.trace.run("running", {"plan": plan_lines})
         for line in plan_lines:
             self.terminal.note(line)
 
@@ -72,14 +74,17 @@ class RunView:
         if result.outcome != "pass":
             self.terminal.note(f"gate {result.gate}: {result.outcome} — {result.reason}")
 
-    def finish(self, result: dict) -> None:
-        self.trace.run("complete", result)
+    def finish(self, result: dict, record: RunRecord) -> None:
+        """The run ends: its closed `runs` row (`record`) and last trace lines
+        in one commit before the progress events end, so that whoever
+        follows the events reads the final row."""
+        self.trace.run("complete", result, record=record)
         self.trace.flush()  # lines that waited for a busy catalog: the run has no next line to take them
         self.progress.finish(result)
         self.events.close()
 
-    def fail(self, status: str, error: str) -> None:
-        self.trace.run(status, {"error": error})
+    def fail(self, status: str, error: str, record: RunRecord) -> None:
+        self.trace.run(status, {"error": error}, record=record)
         self.trace.flush()
         self.progress.fail(error)
         self.events.close()

@@ -1,7 +1,7 @@
 -- The governed search pipeline (spec 003): per-demand search policies and
 -- the record of every governed run. Tables carry a _log/_table suffix so that
 -- the analysts' names (runs, run_events, selections, drops, publishers,
--- publisher_sources) can be TEMP views (views_60_governance.sql). Idempotent.
+-- publisher_sources) can be views (views_60_governance.sql). Idempotent.
 
 -- One policy per demand id; the row 'default' serves every demand without
 -- its own. config is a JSON object of Policy fields (schemas/governance.py).

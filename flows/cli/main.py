@@ -12,6 +12,7 @@ import typer
 from pydantic import ValidationError
 
 from flows.cli import research as _research  # noqa: F401  (registers the research-side commands)
+from flows.cli import history as _history  # noqa: F401  (registers `history`)
 from flows.cli.common import (SAMPLES, TaskIdOpt, UserError, app, err, out, print_top, render_table,
                               settings)
 

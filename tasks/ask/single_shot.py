@@ -36,8 +36,9 @@ from schemas.ask import AskOptions, AskResult, UrlCitation
 from schemas.bundle import MAX_SNIPPET_CHARS, MAX_TITLE_CHARS, MAX_URL_CHARS, SearchResultBundle, SearchResultItem, clipped
 from schemas.urls import UnsafeURL, WEB_SCHEMES, check_lake_url, source_id_for, url_scheme
 from tasks.ask.plan import AskBudgetExceeded, AskError, AskPlan, plan_ask
-from tasks.lake.catalog import Catalog, open_catalog
+from tasks.lake.catalog import Catalog, commit_scope, open_catalog
 from tasks.common.settings import Settings, secret_value
+from tasks.common.text import counted
 from tasks.common.http import endpoint_url, make_client, redact
 from tasks.lake.files import Lake, LakeWrite
 from tasks.lake.landing import land_bundles
@@ -134,7 +135,8 @@ def record(catalog: Catalog, plan: AskPlan, ex: Exchange, outcome: Outcome, body
             cat.run("ask_review_add", [plan.message_id, plan.task_id, "no_citations", plan.created_at,
                                        _scrubbed_json(ex.doc, key)])
 
-    catalog.transaction(rows, write)
+    catalog.transaction(rows, write, action="ask", task_id=plan.task_id,
+                        detail=f"{outcome.status}, {counted(len(outcome.citations), 'citation')}")
 
 
 # -- the whole call ----------------------------------------------------------------
@@ -210,7 +212,8 @@ def _ask(plan: AskPlan, settings: Settings, client: httpx.Client | None, key: st
     with open_catalog(settings, "ask: record") as catalog:
         record(catalog, plan, ex, outcome, body, key)
         _log(plan, ex, outcome)
-        report = land_bundles(catalog, [bundle], source=f"{PROVIDER}-ask")
+        with commit_scope(f"ask {plan.task_id}", task_id=plan.task_id):
+            report = land_bundles(catalog, [bundle], source=f"{PROVIDER}-ask")
     if report.refused:  # not expected: ids and URLs are checked when the bundle is built
         raise AskError(f"the answer was recorded as message {plan.message_id} but could not land: "
                        f"{report.refused[0].line()}", message_id=plan.message_id)

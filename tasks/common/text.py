@@ -145,6 +145,11 @@ def phrases(text: str) -> list[str]:
     return [p for p in found if not (p.lower() in seen or seen.add(p.lower()))]
 
 
+def counted(number: int, noun: str, plural: str | None = None) -> str:
+    """A count with its noun, as a sentence says it: "1 bundle", "3 bundles"."""
+    return f"{number} {noun if number == 1 else plural or noun + 's'}"
+
+
 def printable(text: str) -> str:
     """Untrusted text as a terminal may show it: without control characters
     (an escape sequence in a web page would retitle or clear the terminal)

@@ -75,7 +75,8 @@ def set_policy(catalog: Catalog, demand_id: str, **fields: Any) -> Policy:
         cat.run("policy_delete", [demand])
         cat.run("policy_put", [demand, config])
 
-    catalog.transaction(replace)
+    catalog.transaction(replace, action=f"policy {demand}",
+                        detail=", ".join(f"{name}={value}" for name, value in fields.items()))
     return policy
 
 

@@ -8,6 +8,11 @@ Every function opens its own short catalog session: a run lasts minutes and
 must not hold the catalog lock (other commands wait on it) between its
 records. Do not call them while holding the catalog yourself.
 
+A run's trace lines become rows in the commits of the run's own records
+(RunRecord: its start, its outcome, its end), not one commit each: the
+lake's history stays a list of what the run did, and the trace file holds
+every line at once either way.
+
 The trace file sits at the lake key Lake.run_key(task, trace, "trace.jsonl")
 under the local lake root; JSONL is appended to, which object stores cannot
 do, so with a remote lake it sits under <home>/events/ instead (as the
@@ -21,7 +26,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -34,6 +39,7 @@ from schemas.governance import Budget, Drop, GateResult, Policy, Publisher, Stag
 from tasks.common.processes import ProcessIdentity
 from tasks.lake.catalog import Catalog, CatalogBusy, CatalogError, open_catalog
 from tasks.common.settings import Settings
+from tasks.common.text import counted
 from tasks.lake.exports import refresh_exports
 from tasks.lake.files import Lake, LakeWrite, end_torn_line, run_logs_root
 from tasks.governance.filters import Candidate
@@ -59,36 +65,74 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-# -- start and finish -----------------------------------------------------------
+# -- the run's own records ---------------------------------------------------------
+
+@dataclass(frozen=True)
+class RunRecord:
+    """A change of a run's own rows, with what the lake's history says of
+    it ("run started"). Committed alone (commit_record) or by the run's
+    trace together with the trace lines waiting to be rows (TraceLog.commit)."""
+
+    action: str
+    change: Callable[[Catalog], None]
+    detail: str = ""
+    task_id: str | None = None
+    files: Mapping[str, bytes] = field(default_factory=dict)  # lake files it publishes, written before its commit
+    trace_id: str | None = None  # the run's, when its task is not at hand
+
+
+def commit_record(settings: Settings, record: RunRecord, lines: Callable[[Catalog], None] | None = None) -> None:
+    """`record` in one commit, with what `lines` adds (trace rows)."""
+    with open_catalog(settings, f"governed run: {record.action}") as catalog:
+        write = LakeWrite(catalog.lake)
+        for key, data in record.files.items():
+            write.put(key, data)
+
+        def change(cat: Catalog) -> None:
+            record.change(cat)
+            if lines is not None:
+                lines(cat)
+
+        catalog.transaction(change, write, action=record.action, detail=record.detail, task_id=record.task_id)
+        for task_id in [record.task_id] if record.task_id else [r[0] for r in catalog.rows("run_task", [record.trace_id])]:
+            refresh_exports(catalog, task_id, ("runs",))
+
+
+def run_started(trace_id: str, task_id: str, question: str, demand_id: str | None, policy_source: str,
+                budget: Budget, policy: Policy | None = None, process: ProcessIdentity | None = None) -> RunRecord:
+    """The `runs` row of a run that begins (status 'running'), with the
+    process that runs it (this one unless told); committing it again for
+    the same trace changes nothing."""
+    process = process or ProcessIdentity.current()
+    params = [trace_id, task_id, question, demand_id, policy_source, _json(budget.to_dict()),
+              _json(policy.to_dict()) if policy else None, process.host, process.pid, process.started, trace_id]
+    return RunRecord("run started", lambda cat: cat.run("run_start", params), task_id=task_id)
+
 
 def start_run(settings: Settings, trace_id: str, task_id: str, question: str, demand_id: str | None,
               policy_source: str, budget: Budget, policy: Policy | None = None,
               process: ProcessIdentity | None = None) -> None:
-    """The `runs` row of a run that begins (status 'running'), with the
-    process that runs it (this one unless told); a retry of the same trace
-    changes nothing."""
-    process = process or ProcessIdentity.current()
-    with open_catalog(settings, "governed run: start") as catalog:
-        catalog.run("run_start", [trace_id, task_id, question, demand_id, policy_source, _json(budget.to_dict()),
-                                  _json(policy.to_dict()) if policy else None, process.host, process.pid,
-                                  process.started, trace_id])
-        refresh_exports(catalog, task_id, ("runs",))
+    commit_record(settings, run_started(trace_id, task_id, question, demand_id, policy_source, budget, policy,
+                                        process))
 
 
-def finish_run(settings: Settings, trace_id: str, status: str, *, candidate_count: int = 0,
-               filtered_count: int = 0, publisher_count: int = 0, elapsed_seconds: float = 0.0,
-               stage_history: Sequence[StageRecord | Mapping] = (), outputs: Mapping[str, Any] | None = None,
-               error: str | None = None) -> None:
-    """Close the run's row with its final status (complete | failed | timed_out)."""
+def run_finished(trace_id: str, status: str, *, candidate_count: int = 0, filtered_count: int = 0,
+                 publisher_count: int = 0, elapsed_seconds: float = 0.0,
+                 stage_history: Sequence[StageRecord | Mapping] = (), outputs: Mapping[str, Any] | None = None,
+                 error: str | None = None) -> RunRecord:
+    """The run's row closed with its final status (complete | failed | timed_out)."""
     if status not in FINAL_STATUSES:
         raise ValueError(f"run status {status!r} is not one of {', '.join(FINAL_STATUSES)}")
     history = [s.to_dict() if isinstance(s, StageRecord) else dict(s) for s in stage_history]
-    with open_catalog(settings, "governed run: finish") as catalog:
-        catalog.run("run_finish", [status, candidate_count, filtered_count, publisher_count,
-                                   round(float(elapsed_seconds), 3), _json(history), _json(dict(outputs or {})),
-                                   error, trace_id])
-        for (task_id,) in catalog.rows("run_task", [trace_id]):
-            refresh_exports(catalog, task_id, ("runs",))
+    params = [status, candidate_count, filtered_count, publisher_count, round(float(elapsed_seconds), 3),
+              _json(history), _json(dict(outputs or {})), error, trace_id]
+    return RunRecord(f"run {status}", lambda cat: cat.run("run_finish", params), trace_id=trace_id,
+                     detail=f"{counted(candidate_count, 'candidate')}, {filtered_count} selected")
+
+
+def finish_run(settings: Settings, trace_id: str, status: str, **fields: Any) -> None:
+    """run_finished(trace_id, status, **fields), committed alone."""
+    commit_record(settings, run_finished(trace_id, status, **fields))
 
 
 @dataclass(frozen=True)
@@ -111,11 +155,13 @@ def close_dead_runs(settings: Settings) -> list[InterruptedRun]:
                 error = f"interrupted: the process that ran it ({process.describe()}) ended before the run did"
                 catalog.run("run_interrupt", [error, trace_id])
                 closed.append(InterruptedRun(trace_id, task_id, error))
+        catalog.describe_commit("runs interrupted", ", ".join(run.trace_id for run in closed),
+                                task_ids={run.task_id for run in closed})
         return closed
 
     here = ProcessIdentity.current()
     with open_catalog(settings, "governed run: close dead runs") as catalog:
-        closed = catalog.transaction(close)
+        closed = catalog.transaction(close, action="runs interrupted")
         for task_id in {run.task_id for run in closed}:
             refresh_exports(catalog, task_id, ("runs",))
     return closed
@@ -124,23 +170,29 @@ def close_dead_runs(settings: Settings) -> list[InterruptedRun]:
 # -- the outcome ------------------------------------------------------------------
 
 def record_outcome(settings: Settings, trace_id: str, task_id: str, selections: Sequence[Candidate],
-                   drops: Sequence[Drop], publishers: Sequence[Publisher], output: Mapping | None = None) -> str | None:
+                   drops: Sequence[Drop], publishers: Sequence[Publisher], output: Mapping | None = None,
+                   trace: "TraceLog | None" = None) -> str | None:
     """Replace the run's selections (rank = position), drops and publishers,
-    in one transaction; with `output` (tasks.governance.gates.build_output), also
-    publish it as the lake file output.json of the run and return its key."""
-    with open_catalog(settings, "governed run: outcome") as catalog:
-        write = LakeWrite(catalog.lake)
-        key = None
-        if output is not None:
-            key = Lake.run_key(check_identifier(task_id), check_identifier(trace_id), OUTPUT_FILE)
-            write.put(key, json.dumps(output, ensure_ascii=False, indent=2, default=str).encode())
+    in one transaction (the run's `trace` commits it, when given); with
+    `output` (tasks.governance.gates.build_output), also publish it as the
+    lake file output.json of the run and return its key."""
+    files, key = {}, None
+    if output is not None:
+        key = Lake.run_key(check_identifier(task_id), check_identifier(trace_id), OUTPUT_FILE)
+        files[key] = json.dumps(output, ensure_ascii=False, indent=2, default=str).encode()
 
-        def record(cat: Catalog) -> None:
-            cat.set_variables(outcome_trace_id=trace_id)
-            cat.run("run_outcome_clear")
-            _insert_outcome(cat, trace_id, task_id, selections, drops, publishers)
+    def change(cat: Catalog) -> None:
+        cat.set_variables(outcome_trace_id=trace_id)
+        cat.run("run_outcome_clear")
+        _insert_outcome(cat, trace_id, task_id, selections, drops, publishers)
 
-        catalog.transaction(record, write)
+    record = RunRecord("outcome", change, task_id=task_id, files=files,
+                       detail=f"{len(selections)} selected, {len(drops)} dropped, "
+                              f"{counted(len(publishers), 'publisher')}")
+    if trace is not None:
+        trace.commit(record)
+    else:
+        commit_record(settings, record)
     return key
 
 
@@ -169,12 +221,14 @@ def trace_path(settings: Settings, task_id: str, trace_id: str) -> Path:
 class TraceLog:
     """Appends one flushed JSONL line per stage/gate/run event to the run's
     trace.jsonl and inserts the same event as a run_events row. The file is
-    the primary trace: a catalog that is busy (another command holds it past
-    SEARCHLAKE_LOCK_TIMEOUT) or failing costs the run nothing; its lines wait
-    (the problem is logged and kept in `db_errors`) and go in with the next
-    line, or at `flush()`. A trace resumed later first sends the lines of its
-    file that its rows lack. Stage events also build the run's stage
-    history (`history`)."""
+    the primary trace; rows follow in fewer commits: the lines wait for the
+    next commit of the run's own records (`commit`, or a run line given its
+    record), a run line, or `flush()`. A catalog that is busy (another
+    command holds it past SEARCHLAKE_LOCK_TIMEOUT) or failing when the lines
+    go alone costs the run nothing; they wait for the next chance (the
+    problem is logged and kept in `db_errors`). A trace resumed later first
+    sends the lines of its file that its rows lack. Stage events also build
+    the run's stage history (`history`)."""
 
     def __init__(self, settings: Settings, task_id: str, trace_id: str):
         self.settings = settings
@@ -193,7 +247,10 @@ class TraceLog:
         # A resumed trace continues its numbering after the lines already there.
         self._seq = len(self._unsent)
 
-    def event(self, kind: str, name: str, status: str, detail: Mapping[str, Any] | None = None) -> dict:
+    def event(self, kind: str, name: str, status: str, detail: Mapping[str, Any] | None = None, *,
+              record: RunRecord | None = None) -> dict:
+        """Append a line; a run line is sent at once with the lines waiting
+        before it, in the commit of `record` when given (which must succeed)."""
         if kind not in EVENT_KINDS:
             raise ValueError(f"event kind {kind!r} is not one of {', '.join(EVENT_KINDS)}")
         with self._lock:
@@ -204,8 +261,17 @@ class TraceLog:
                 handle.write(_json(line) + "\n")
                 handle.flush()
             self._unsent.append(line)
-            self._send()
+            if record is not None:
+                self._commit(record)
+            elif kind == "run":
+                self._send()
         return line
+
+    def commit(self, record: RunRecord) -> None:
+        """Commit `record` and the lines waiting to be rows together. Raises
+        when the commit fails (the lines then wait for the next chance)."""
+        with self._lock:
+            self._commit(record)
 
     def flush(self) -> None:
         """Send the lines that are not rows yet (a run's end calls it)."""
@@ -215,29 +281,37 @@ class TraceLog:
 
     def _send(self) -> None:
         try:
-            with open_catalog(self.settings, "governed run: trace") as catalog:
-                if self._ask_table:
-                    sent = {seq for (seq,) in catalog.rows("run_event_seqs", [self.trace_id])}
-                    self._unsent = [line for line in self._unsent if line["seq"] not in sent]
-                lines = self._unsent
-                catalog.run("run_event_insert", [self.trace_id, self.task_id, [e["seq"] for e in lines],
-                                                 [e["at"] for e in lines], [e["kind"] for e in lines],
-                                                 [e["name"] for e in lines], [e["status"] for e in lines],
-                                                 [_json(e["detail"]) for e in lines]])
+            self._commit(RunRecord("trace", lambda cat: None, task_id=self.task_id,
+                                   detail=counted(len(self._unsent), "line")))
         except (CatalogBusy, CatalogError) as exc:
-            # A failed commit may still have landed: the table decides next time.
-            self._ask_table = True
             problem = f"{len(self._unsent)} trace lines (up to {self._seq}) wait for run_events: {exc}"
             log.warning("%s", problem)
             self.db_errors.append(problem)
-            return
+
+    def _commit(self, record: RunRecord) -> None:
+        try:
+            commit_record(self.settings, record, self._insert_unsent)
+        except BaseException:
+            self._ask_table = True  # a failed commit may still have landed: the table decides next time
+            raise
         self._unsent, self._ask_table = [], False
+
+    def _insert_unsent(self, cat: Catalog) -> None:
+        lines = self._unsent
+        if self._ask_table:
+            sent = {seq for (seq,) in cat.rows("run_event_seqs", [self.trace_id])}
+            lines = [line for line in lines if line["seq"] not in sent]
+        if lines:
+            cat.run("run_event_insert", [self.trace_id, self.task_id, [e["seq"] for e in lines],
+                                         [e["at"] for e in lines], [e["kind"] for e in lines],
+                                         [e["name"] for e in lines], [e["status"] for e in lines],
+                                         [_json(e["detail"]) for e in lines]])
 
     def gate(self, result: GateResult) -> dict:
         return self.event("gate", result.gate, result.outcome, {"reason": result.reason, **result.metrics})
 
-    def run(self, status: str, detail: Mapping[str, Any] | None = None) -> dict:
-        return self.event("run", "run", status, detail)
+    def run(self, status: str, detail: Mapping[str, Any] | None = None, *, record: RunRecord | None = None) -> dict:
+        return self.event("run", "run", status, detail, record=record)
 
     def stage_done(self, name: str, status: str, *, attempt: int = 1, started_at: datetime | None = None,
                    seconds: float | None = None, detail: Mapping[str, Any] | None = None) -> StageRecord:

@@ -18,15 +18,19 @@ retried (see Catalog.transaction).
 
 from __future__ import annotations
 
+import getpass
 import hashlib
 import json
 import os
 import random
+import socket
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, nullcontext
+from contextvars import ContextVar
+from dataclasses import dataclass
 from importlib import import_module
 from importlib.resources import files
 from pathlib import Path
@@ -84,15 +88,19 @@ class Catalog:
         for name, value in values.items():
             self.con.execute(f"SET VARIABLE {name} = ?", [value])
 
-    def transaction(self, work: Callable[["Catalog"], T], write: LakeWrite | None = None) -> T:
-        """Run `work` in one DuckLake transaction and commit it. When the
-        commit conflicts with another writer's, `work` runs again on the new
-        snapshot (so it must decide from what it reads, not from what it read
-        before). Files `write` replaced are deleted once the commit is in."""
+    def transaction(self, work: Callable[["Catalog"], T], write: LakeWrite | None = None, *, action: str,
+                    detail: str = "", task_id: str | None = None) -> T:
+        """Run `work` in one DuckLake transaction and commit it, described in
+        the lake's history by `action`, `detail` and `task_id` (see
+        describe_commit; `work` may describe it better once it knows more).
+        When the commit conflicts with another writer's, `work` runs again on
+        the new snapshot (so it must decide from what it reads, not from what
+        it read before). Files `write` replaced are deleted once the commit is in."""
         def once() -> T:
             self.con.begin()
             self._in_transaction = True
             try:
+                self.describe_commit(action, detail, task_id=task_id)
                 result = work(self)
                 self.con.commit()
                 return result
@@ -113,9 +121,21 @@ class Catalog:
         except duckdb.TransactionException:  # a failed commit already ended it
             pass
 
-    def create_views(self) -> None:
-        for statement in sql_group("views_"):
-            self.con.execute(statement)
+    def describe_commit(self, action: str, detail: str = "", *, task_id: str | None = None,
+                        task_ids: Iterable[str] = ()) -> None:
+        """Say what the transaction in progress did, for the lake's history
+        (`searchlake history`, DuckLake's snapshots()): "consolidate T: 21
+        sources". Its author is this user and host (and the flow run it
+        belongs to); the enclosing commit_scope labels come first; the tasks
+        it concerns are kept in its extra info, for finding it by task. The
+        last description before the commit is the one kept."""
+        scopes = _SCOPES.get()
+        named = task_id is not None and all(scope.task_id != task_id for scope in scopes)
+        head = f"{action} {task_id}" if named else action
+        message = ": ".join([*(s.label for s in scopes if s.label), f"{head}: {detail}" if detail else head])
+        tasks = sorted({*task_ids, *([task_id] if task_id else []), *(s.task_id for s in scopes if s.task_id)})
+        self.con.execute(sql("commit_describe"), [commit_author(), message,
+                                                  json.dumps({"tasks": tasks}) if tasks else None])
 
     def confine_to_lake(self) -> None:
         """From now on the engine opens only the catalog and the lake's table
@@ -155,14 +175,54 @@ def open_catalog(settings: Settings, purpose: str = "command", *, read_only: boo
             with _ENGINE.session(settings, lake) as catalog:
                 _ensure_schema(catalog)
             with _own_engine(settings, lake) as catalog:
-                catalog.create_views()
                 catalog.confine_to_lake()
                 yield catalog
             return
         with _ENGINE.session(settings, lake) as catalog:
             _ensure_schema(catalog)
-            catalog.create_views()
             yield catalog
+
+
+# -- what each commit says about itself -------------------------------------------
+
+@dataclass(frozen=True)
+class _Scope:
+    label: str | None
+    task_id: str | None
+    flow_run_id: str | None
+
+
+_SCOPES: ContextVar[tuple[_Scope, ...]] = ContextVar("commit_scopes", default=())
+
+
+@contextmanager
+def commit_scope(label: str | None = None, *, task_id: str | None = None,
+                 flow_run_id: str | None = None) -> Iterator[None]:
+    """Every commit made inside (in this thread, and in the threads of the
+    Prefect tasks it starts: they copy its context) belongs to what the
+    scope names: its message starts with `label` ("research T run R"), it
+    concerns `task_id`, and its author names the flow run."""
+    token = _SCOPES.set(_SCOPES.get() + (_Scope(label, task_id, flow_run_id),))
+    try:
+        yield
+    finally:
+        _SCOPES.reset(token)
+
+
+def commit_author() -> str:
+    """Who commits: user@host, and the Prefect flow run when inside one.
+    Never anything of the settings (a catalog's connection string may hold
+    a password)."""
+    flow_runs = [scope.flow_run_id for scope in _SCOPES.get() if scope.flow_run_id]
+    who = f"{_user()}@{socket.gethostname()}"
+    return f"{who} flow-run {flow_runs[-1]}" if flow_runs else who
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # a uid with no name (some containers)
+        return f"uid{os.getuid()}"
 
 
 class _SharedEngine:
@@ -336,8 +396,15 @@ def _literal(text: str) -> str:
 
 # -- the schema ------------------------------------------------------------------
 
+def _schema_statements() -> list[str]:
+    """The tables, then the views over them. The views are the catalog's
+    own, not a session's: any DuckDB that attaches the lake sees them, at
+    any snapshot since they were made."""
+    return sql_group("schema_") + sql_group("views_")
+
+
 def _schema_fingerprint() -> str:
-    return hashlib.sha256("\n".join(sql_group("schema_")).encode()).hexdigest()[:16]
+    return hashlib.sha256("\n".join(_schema_statements()).encode()).hexdigest()[:16]
 
 
 def _stored_fingerprint(catalog: Catalog) -> str | None:
@@ -349,8 +416,9 @@ def _stored_fingerprint(catalog: Catalog) -> str | None:
 
 
 def _ensure_schema(catalog: Catalog) -> None:
-    """Create or update the tables when the schema files changed since the
-    catalog last saw them (a fingerprint of them is kept in the catalog)."""
+    """Create or update the tables and views when their files changed since
+    the catalog last saw them (a fingerprint of them is kept in the catalog):
+    a lake made by an earlier version gets what it lacks on its next open."""
     wanted = _schema_fingerprint()
     if _stored_fingerprint(catalog) == wanted:
         return
@@ -358,12 +426,12 @@ def _ensure_schema(catalog: Catalog) -> None:
     def apply(cat: Catalog) -> None:
         if _stored_fingerprint(cat) == wanted:  # another process did it meanwhile
             return
-        for statement in sql_group("schema_"):
+        for statement in _schema_statements():
             cat.con.execute(statement)
         cat.con.execute("DELETE FROM searchlake_schema")
         cat.con.execute("INSERT INTO searchlake_schema VALUES (?, now())", [wanted])
 
-    catalog.transaction(apply)
+    catalog.transaction(apply, action="schema", detail=f"tables and views of version {wanted}")
 
 
 # -- the embedded catalog's lock --------------------------------------------------------

@@ -18,11 +18,19 @@ STRAY_AGE_SECONDS = 3600
 NAMED_FILE_FOLDERS = ("raw/", "quarantine/", "reports/")
 
 
+# Each step commits before the next: DuckLake merges only files already committed.
+MAINTENANCE = (("compact_flush", "rows kept in the catalog moved to table files"),
+               ("compact_merge", "small table files merged"),
+               ("compact_rewrite", "table files rewritten without their deleted rows"))
+
+
 def compact(catalog: Catalog, keep_days: float) -> list[str]:
     before = _data_files(catalog)
+    for step, detail in MAINTENANCE:
+        catalog.transaction(lambda cat, step=step: cat.run(step), action="compact", detail=detail)
     catalog.set_variables(keep_days=keep_days)
-    catalog.run("compact_merge")
-    expired = len(catalog.rows("compact_expire"))
+    expired = len(catalog.transaction(lambda cat: cat.rows("compact_expire"), action="compact",
+                                      detail=f"snapshots older than {keep_days:g} days expired"))
     deleted = len(catalog.rows("compact_cleanup")) + len(catalog.rows("compact_orphans"))
     after = _data_files(catalog)
     stray = stray_files(catalog, min_age_seconds=STRAY_AGE_SECONDS)

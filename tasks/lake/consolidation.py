@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tasks.common.text import counted
 from tasks.lake.catalog import Catalog
 from tasks.lake.exports import refresh_exports
 
@@ -49,7 +50,8 @@ def consolidate(catalog: Catalog, task_id: str, *, rebuild: bool = False) -> Con
     """Read what landed since the cursor and commit the new output with the
     advanced cursor, in one transaction (run again if another writer's
     commit conflicts)."""
-    report = catalog.transaction(lambda cat: _consolidate(cat, task_id, rebuild))
+    report = catalog.transaction(lambda cat: _consolidate(cat, task_id, rebuild), action="consolidate",
+                                 task_id=task_id)
     refresh_exports(catalog, task_id, ("consolidated", "bundles", "error_log"))
     return report
 
@@ -85,5 +87,8 @@ def _consolidate(catalog: Catalog, task_id: str, rebuild: bool) -> Consolidation
         catalog.run("cursor_delete", [task_id])
     catalog.run("cursor_put", [task_id, last_query, last_source, sources, high_water, sources])
     catalog.run("new_items_drop")
+    catalog.describe_commit("consolidate", f"{counted(sources, 'source')} ({sources - previous_sources} new) from "
+                            f"{counted(bundles_read, 'bundle')}" + (", rebuilt" if rebuild and cursor else ""),
+                            task_id=task_id)
     return ConsolidationReport(task_id, bundles_read, items_read, failed, sources,
                                sources - previous_sources, last_query, last_source, rebuild)

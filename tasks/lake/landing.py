@@ -15,6 +15,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import threading
+import weakref
 from collections import defaultdict
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -25,7 +27,9 @@ import pyarrow as pa
 
 from schemas import rows
 from schemas.bundle import SearchResultBundle
-from tasks.lake.catalog import Catalog
+from tasks.common.settings import Settings
+from tasks.common.text import counted
+from tasks.lake.catalog import Catalog, commit_scope, open_catalog
 from tasks.lake.exports import refresh_exports
 from tasks.lake.files import Lake, LakeWrite
 from tasks.lake.validation import (FileRoots, ReadyBundle, Refusal, Submission, expand_paths, item_columns,
@@ -73,8 +77,9 @@ def land_files(catalog: Catalog, paths: Iterable[str | Path], *, task_id: str | 
     files, missing = expand_paths(paths, within=within)
     report = LandingReport(refused=list(missing))
     roots = library_roots([catalog.settings.library, *libraries])
-    report.merge(land_submissions(catalog, read_submissions(files), task_id=task_id, replace=replace,
-                                  batch_items=batch_items, workers=workers_for(files), file_roots=roots))
+    with commit_scope(f"ingest {counted(len(files) + len(missing), 'file')}"):
+        report.merge(land_submissions(catalog, read_submissions(files), task_id=task_id, replace=replace,
+                                      batch_items=batch_items, workers=workers_for(files), file_roots=roots))
     return report
 
 
@@ -85,6 +90,62 @@ def land_bundles(catalog: Catalog, bundles: Iterable[SearchResultBundle], *, sou
     subs = (Submission(f"{source}:{b.query_id}", b.model_dump_json(exclude_none=True).encode())
             for b in bundles)
     return land_submissions(catalog, subs, task_id=None, replace=replace)
+
+
+class _Arrivals:
+    """The bundles of one task waiting to land (see land_as_it_arrives)."""
+
+    def __init__(self) -> None:
+        self.guard = threading.Lock()    # over `waiting`
+        self.landing = threading.Lock()  # one landing at a time
+        self.waiting: list[_Arrival] = []
+
+
+@dataclass
+class _Arrival:
+    bundle: SearchResultBundle
+    report: LandingReport | None = None
+    error: BaseException | None = None
+
+
+# Entries go when no thread uses them any more.
+_ARRIVALS: "weakref.WeakValueDictionary[tuple[str, str, str], _Arrivals]" = weakref.WeakValueDictionary()
+_ARRIVALS_GUARD = threading.Lock()
+
+
+def land_as_it_arrives(settings: Settings, bundle: SearchResultBundle, *, source: str,
+                       purpose: str) -> LandingReport:
+    """Land a bundle this process just searched for, before returning, in
+    one commit with the bundles of the same task that other threads brought
+    meanwhile: while one commit is under way the next arrivals wait, then
+    land together. Each bundle still lands whole before its caller goes on,
+    and a search stage makes a few commits rather than one per call."""
+    with _ARRIVALS_GUARD:
+        arrivals = _ARRIVALS.setdefault((settings.catalog_location, str(settings.lake_root), bundle.task_id),
+                                        _Arrivals())
+    arrival = _Arrival(bundle)
+    with arrivals.guard:
+        arrivals.waiting.append(arrival)
+    with arrivals.landing:
+        if arrival.report is None and arrival.error is None:  # no other thread landed it meanwhile
+            with arrivals.guard:
+                batch, arrivals.waiting = arrivals.waiting, []
+            _land_arrivals(settings, batch, source, purpose)
+    if arrival.error is not None:
+        raise arrival.error
+    return arrival.report
+
+
+def _land_arrivals(settings: Settings, batch: list[_Arrival], source: str, purpose: str) -> None:
+    try:
+        with open_catalog(settings, purpose) as catalog:
+            report = land_bundles(catalog, [arrival.bundle for arrival in batch], source=source)
+    except BaseException as exc:
+        for arrival in batch:
+            arrival.error = exc
+        raise
+    for arrival in batch:
+        arrival.report = report
 
 
 def land_submissions(catalog: Catalog, submissions: Iterable[Submission | Refusal], *,
@@ -224,9 +285,10 @@ def _land_batch(catalog: Catalog, batch: list[ReadyBundle], refused: list[Refusa
             with _registered(cat, "landing_items", results_table(landing)):
                 cat.run("results_insert_batch")
         _record_quarantined(cat, quarantined)
+        cat.describe_commit(_what_landed(plan, quarantined), task_ids={c.task_id for c in landing})
         return plan
 
-    plan = catalog.transaction(record, write)
+    plan = catalog.transaction(record, write, action="landing")
     landing = plan.new + [cand for cand, _ in plan.replacing]
     if landing:
         _drop_raced_duplicates(catalog, {(c.task_id, c.query_id) for c in landing})
@@ -236,6 +298,17 @@ def _land_batch(catalog: Catalog, batch: list[ReadyBundle], refused: list[Refusa
         unchanged=[(c.task_id, c.query_id) for c in plan.unchanged],
         refused=refused + plan.refused,
     )
+
+
+def _what_landed(plan: _Plan, quarantined: list) -> str:
+    """The history's words for a landing: "landed 3 bundles (30 items), 1 refused"."""
+    landing = plan.new + [cand for cand, _ in plan.replacing]
+    items = sum(cand.header.item_count for cand in landing)
+    parts = [f"landed {counted(len(landing), 'bundle')} ({counted(items, 'item')})",
+             f"{len(plan.replacing)} replaced" if plan.replacing else "",
+             f"{len(plan.unchanged)} unchanged" if plan.unchanged else "",
+             f"{len(quarantined)} refused" if quarantined else ""]
+    return ", ".join(part for part in parts if part)
 
 
 def _drop_raced_duplicates(catalog: Catalog, keys: set[tuple[str, str]]) -> None:
@@ -251,7 +324,8 @@ def _drop_raced_duplicates(catalog: Catalog, keys: set[tuple[str, str]]) -> None
                 cat.run("cursor_mark_rebuild", [task_id])
 
     if any(len(found) > 1 for found in _landed_bundles(catalog, keys).values()):
-        catalog.transaction(drop)
+        catalog.transaction(drop, action="landing",
+                            detail="removed bundles another writer landed at the same moment")
 
 
 def _put_quarantined(write: LakeWrite, refusal: Refusal) -> str | None:

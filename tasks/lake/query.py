@@ -15,7 +15,7 @@ from decimal import Decimal
 import duckdb
 
 from tasks.lake.catalog import Catalog
-from tasks.lake.sql_guard import NotReadOnly, check_query
+from tasks.lake.sql_guard import NotReadOnly, check_query, check_view_definitions, readable_tables
 from tasks.lake.sqlfiles import sql
 
 __all__ = ["NotReadOnly", "QueryResult", "QueryTimedOut", "run_analyst_query", "run_query", "to_csv", "to_json",
@@ -37,6 +37,7 @@ def run_analyst_query(catalog: Catalog, query: str, timeout: float | None = None
     statements = catalog.con.extract_statements(query)
     if not statements:
         raise NotReadOnly("the SQL is empty")
+    check_view_definitions(catalog.con, catalog.rows("sandbox_view_definitions", [sorted(readable_tables())]))
     for statement in statements:
         explained = statement.type == duckdb.StatementType.EXPLAIN
         check_query(catalog.con, _explained_text(statement.query) if explained else statement.query)

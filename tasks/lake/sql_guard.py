@@ -16,6 +16,10 @@ DuckLake's internals) and nothing that shows settings, databases or secrets
 (`duckdb_settings()`, `duckdb_databases()`, `current_setting()`) can be
 named, whatever the catalog's connection string or the lake's credentials
 hold: the engine behind the session needs them, the analyst never sees them.
+
+The views are the catalog's, and a shared catalog has other writers: the
+definitions of the views analysts may name are checked the same way
+(check_view_definitions), reading only the lake's own tables.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ ENGINE_STATE_FUNCTIONS = {
 # the engine's databases, settings and the like.
 SHOW_FORMS = {"DESCRIBE", "SUMMARY"}
 _VIEW_NAME = re.compile(r"(?i)\bVIEW\s+(\w+)\s+AS\b")
+_TABLE_NAME = re.compile(r"(?i)\bCREATE\s+TABLE\s+IF\s+NOT\s+EXISTS\s+(\w+)")
 
 
 def check_query(con: duckdb.DuckDBPyConnection, query: str) -> None:
@@ -54,9 +59,24 @@ def check_query(con: duckdb.DuckDBPyConnection, query: str) -> None:
     tree = _parsed(con, query)
     if len(tree.get("statements", [])) != 1:  # e.g. a statement DuckDB expands into several (PIVOT)
         raise NotReadOnly("searchlake sql only reads; only SELECT queries are allowed")
+    _check_tree(tree, readable_tables())
+
+
+def check_view_definitions(con: duckdb.DuckDBPyConnection, definitions: list[tuple[str, str]]) -> None:
+    """Raise NotReadOnly unless every (view name, query) reads only the
+    lake's tables and views with the functions analysts may use: the view
+    runs inside an analyst's query, where check_query sees only its name."""
+    for view, query in definitions:
+        try:
+            _check_tree(_parsed(con, query), lake_tables() | readable_tables())
+        except NotReadOnly as exc:
+            raise NotReadOnly(f"the catalog's view {view} is not searchlake's: {exc}") from None
+
+
+def _check_tree(tree: dict, tables: frozenset[str]) -> None:
     ctes = set(_cte_names(tree))
     for node in _nodes(tree):
-        _check_node(node, ctes)
+        _check_node(node, ctes, tables)
 
 
 def _parsed(con: duckdb.DuckDBPyConnection, query: str) -> dict:
@@ -92,10 +112,10 @@ def _cte_names(tree: dict) -> list[str]:
             for entry in (node.get("cte_map") or {}).get("map", []) if isinstance(entry, dict) and "key" in entry]
 
 
-def _check_node(node: dict, ctes: set[str]) -> None:
+def _check_node(node: dict, ctes: set[str], tables: frozenset[str]) -> None:
     kind = node.get("type")
     if kind == "BASE_TABLE":
-        _check_table(node, ctes)
+        _check_table(node, ctes, tables)
     elif kind == "SHOW_REF":
         _check_show(node)
     elif kind == "TABLE_FUNCTION":
@@ -106,12 +126,12 @@ def _check_node(node: dict, ctes: set[str]) -> None:
         _check_function(node)
 
 
-def _check_table(node: dict, ctes: set[str]) -> None:
+def _check_table(node: dict, ctes: set[str], tables: frozenset[str]) -> None:
     name = node.get("table_name", "").lower()
     qualified = node.get("catalog_name") or node.get("schema_name")
     if not qualified and name in ctes:
         return
-    if name in readable_tables() and node.get("catalog_name", "").lower() in LAKE_NAMES \
+    if name in tables and node.get("catalog_name", "").lower() in LAKE_NAMES \
             and node.get("schema_name", "").lower() in LAKE_NAMES:
         return
     shown = ".".join(p for p in (node.get("catalog_name"), node.get("schema_name"), node.get("table_name")) if p)
@@ -143,6 +163,12 @@ def readable_tables() -> frozenset[str]:
     """The lake's documented SQL surface: its views and tables."""
     views = {m.group(1).lower() for statement in sql_group("views_") for m in _VIEW_NAME.finditer(statement)}
     return frozenset(views | set(LAKE_TABLES))
+
+
+@lru_cache(maxsize=1)
+def lake_tables() -> frozenset[str]:
+    """The lake's own tables, as the schema files create them."""
+    return frozenset(m.group(1).lower() for statement in sql_group("schema_") for m in _TABLE_NAME.finditer(statement))
 
 
 @lru_cache(maxsize=1)

@@ -30,6 +30,7 @@ from schemas.report import (
     SynthesisResult,
 )
 from tasks.common.settings import Settings
+from tasks.common.text import counted
 from tasks.lake.catalog import Catalog, open_catalog
 from tasks.lake.consolidation import UnknownTask
 from tasks.lake.exports import refresh_exports
@@ -323,6 +324,8 @@ def store_report(catalog: Catalog, task_id: str, report: ResearchReport, synthes
     write.put(keys["json"], render_json(report).encode("utf-8"))
     write.put(keys["html"], render_html(report).encode("utf-8"))
 
+    citations = citation_rows(task_id, report)
+
     def record(cat: Catalog) -> None:
         write.deletes.clear()
         for old in cat.rows("report_paths", [task_id]):
@@ -331,11 +334,12 @@ def store_report(catalog: Catalog, task_id: str, report: ResearchReport, synthes
         cat.run("report_delete", [task_id])
         cat.run("report_insert", _row(task_id, report, report.synthesis, keys))
         cat.run("report_citation_delete", [task_id])
-        for row in citation_rows(task_id, report):
+        for row in citations:
             cat.run("report_citation_insert", row)
 
     try:
-        catalog.transaction(record, write)
+        catalog.transaction(record, write, action="report", task_id=task_id,
+                            detail=f"{counted(len(citations), 'citation')} of {counted(len(report.sources), 'source')}")
     except BaseException:
         for key in keys.values():
             catalog.lake.delete(key)

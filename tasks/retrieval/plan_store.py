@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from schemas.plan import ResearchPlan
+from tasks.common.text import counted
 from tasks.lake.catalog import Catalog
 from tasks.lake.files import Lake, LakeWrite
 from tasks.retrieval.planning import PlanOutcome
@@ -32,7 +33,8 @@ def store_plan(catalog: Catalog, task_id: str, run_id: str, outcome: PlanOutcome
         cat.run("plan_insert", [task_id, run_id, plan.question, plan.planner, plan.fallback_reason,
                                 len(plan.queries), plan.model_dump_json(), outcome.raw_answer, plan_key])
 
-    catalog.transaction(record, write)
+    catalog.transaction(record, write, action="plan", task_id=task_id,
+                        detail=f"{counted(len(plan.queries), 'query', 'queries')} ({plan.planner})")
     return plan_key
 
 
@@ -42,9 +44,13 @@ def landed_query_ids(catalog: Catalog, task_id: str) -> set[str]:
 
 def log_skipped_files(catalog: Catalog, task_id: str, provider: str, skipped: list[tuple[str, str]]) -> None:
     """Files a provider could not read while preparing (path, reason), in the task's error log."""
-    for path, reason in skipped:
-        catalog.run("error_log_add", [task_id, provider, Path(path).as_uri() if path.startswith("/") else path,
+    def log(cat: Catalog) -> None:
+        for path, reason in skipped:
+            cat.run("error_log_add", [task_id, provider, Path(path).as_uri() if path.startswith("/") else path,
                                       "unreadable", f"{provider}_index", reason])
+
+    catalog.transaction(log, action="error log", task_id=task_id,
+                        detail=f"{counted(len(skipped), 'file')} {provider} could not read")
 
 
 def selected_source_ids(catalog: Catalog, task_id: str) -> list[str] | None:

@@ -164,6 +164,26 @@ def test_offline_library_run_completes_and_leaves_its_record(research):
     assert pl.scan_parquet(exports / "bundles").collect().height == research.lake.count("bundles")
 
 
+def test_a_run_makes_a_handful_of_commits_that_say_what_it_did(research):
+    before = research.lake.rows("SELECT max(snapshot_id) FROM lake.snapshots()")[0][0] or 0
+    result = research.run(task_id="told", target=2)
+    trace_id = result["trace_id"]
+    commits = research.dicts("SELECT author, commit_message, commit_extra_info FROM lake.snapshots() "
+                             "WHERE snapshot_id > ? ORDER BY snapshot_id", before)
+    prefix = f"research told run {trace_id}: "
+    steps = [c["commit_message"].removeprefix(prefix) for c in commits]
+    assert all(c["commit_message"].startswith(prefix) for c in commits), steps
+    assert all(c["author"].endswith(f" flow-run {trace_id}") for c in commits)
+    assert all(json.loads(c["commit_extra_info"]) == {"tasks": ["told"]} for c in commits)
+    # one commit per step that changes the lake: the trace's rows go with the run's own records
+    assert steps[0] == "run started" and steps[-1].startswith("run complete: ")
+    assert [s.split(":")[0].split(" ")[0] for s in steps[1:-1] if not s.startswith("landed")] == \
+        ["plan", "consolidate", "outcome", "report"], steps
+    assert len(steps) <= 8, steps
+    rows = research.events(trace_id)
+    assert len(rows) == len(research.jsonl("told", trace_id, "trace.jsonl")) > len(steps)
+
+
 # -- (b) the fan-out is parallel ----------------------------------------------------
 
 def test_provider_fan_out_is_parallel(research, monkeypatch):
@@ -180,6 +200,10 @@ def test_provider_fan_out_is_parallel(research, monkeypatch):
     assert max(web.max_in_flight.values()) >= 2
     assert web.max_total_in_flight > max(web.max_in_flight.values())  # providers at once, too
     assert all(n <= research.settings.provider_concurrency for n in web.max_in_flight.values()), web.max_in_flight
+    # bundles that arrive while another one commits land with the next commit: fewer commits than searches
+    landings = research.dicts("SELECT commit_message FROM lake.snapshots() WHERE commit_message LIKE ?",
+                              f"research fanout run {result['trace_id']}: landed %")
+    assert 0 < len(landings) < result["searches"]
 
 
 # -- (c) one provider failing ----------------------------------------------------------

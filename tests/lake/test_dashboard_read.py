@@ -2,11 +2,15 @@
 DuckLake extension attaches the catalog read-only (Polars takes the rows
 from there), and sees exactly what analysts see through `searchlake sql`,
 including the rows of small commits that DuckLake keeps inside the catalog
-rather than in Parquet files."""
+rather than in Parquet files. The README's snippet for it runs here as
+written."""
 
 from __future__ import annotations
 
 import importlib.util
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import duckdb
@@ -65,3 +69,39 @@ def test_a_dashboard_can_look_back_at_an_earlier_snapshot(lake, inbox, new_bundl
     con.close()
     assert then == [("https://a.example/1",)]
     assert now == [("https://b.example/2",), ("https://a.example/1",)]
+
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+SNIPPET_MARK = "<!-- dashboard snippet -->"
+
+
+def readme_snippet() -> str:
+    """The Python block that follows the marker in README.md, as a reader copies it."""
+    after = README.read_text(encoding="utf-8").split(SNIPPET_MARK, 1)[1]
+    block = after.split("```python\n", 1)[1].split("```", 1)[0]
+    assert block.strip(), "README.md: the dashboard snippet is empty"
+    return block
+
+
+def test_the_readme_snippet_reads_the_lake_offline_in_a_fresh_process(tmp_path, inbox, new_bundle, new_item):
+    """The snippet as written, run from a project folder whose data/ holds
+    a lake that `searchlake ingest` and `consolidate` made."""
+    from tests.conftest import CLI
+    project = tmp_path / "project"
+    project.mkdir()
+    cli = CLI(project / "data", project)
+    inbox.write(new_bundle("q1", [new_item("https://a.example/1", 0.9), new_item("https://b.example/2", 0.4)]))
+    inbox.write(new_bundle("q2", [new_item("https://c.example/3", 0.7)], provider="other"))
+    inbox.write(new_bundle("q1", [new_item("https://d.example/4", 0.5)], task_id="t2"), "t2-q1.json")
+    assert cli.run("ingest", str(inbox.folder)).returncode == 0
+    assert cli.run("consolidate", "--all").returncode == 0
+
+    shown = "\nimport json\nprint(json.dumps({'calls': calls.rows(), 'top': top.rows()}))\n"
+    done = subprocess.run([sys.executable, "-c", readme_snippet() + shown], cwd=project, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    read = json.loads(done.stdout.strip().splitlines()[-1])
+    assert read["calls"] == [["t1", "other", 1], ["t1", "test", 1], ["t2", "test", 1]]
+    assert [[task, rank, url] for task, rank, _title, url in read["top"]] == [
+        ["t1", 1, "https://a.example/1"], ["t1", 2, "https://c.example/3"], ["t1", 3, "https://b.example/2"],
+        ["t2", 1, "https://d.example/4"]]

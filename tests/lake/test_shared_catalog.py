@@ -147,7 +147,7 @@ def test_a_conflicting_commit_is_run_again_on_the_new_snapshot(tmp_path, postgre
         return _consolidate(cat, "t1", False)
 
     with open_catalog(settings, "this machine") as catalog:
-        report = catalog.transaction(consolidate_while_another_machine_does)
+        report = catalog.transaction(consolidate_while_another_machine_does, action="consolidate")
 
     assert len(attempts) == 2
     assert report.nothing_new  # the second attempt found the other machine's output in place

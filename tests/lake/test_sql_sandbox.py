@@ -8,11 +8,13 @@ import hashlib
 import socket
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from tasks.common.settings import Settings
 from tasks.lake.catalog import open_catalog
 from tasks.lake.query import NotReadOnly, QueryTimedOut, run_analyst_query
+from tests.lake.test_dashboard_read import ducklake_extension
 
 
 @pytest.fixture
@@ -110,6 +112,10 @@ def test_analysts_can_read_an_earlier_snapshot(landed, settings, inbox, new_bund
     then = analyst(settings, f"select count(*) from consolidated AT (VERSION => {snapshot_before})")
     assert then.rows == [(2,)]
     assert analyst(settings, "select count(*) from consolidated").rows == [(3,)]
+    # the views too: they live in the catalog, whose snapshots they follow
+    for view in ("bundles", "lake.main.bundles"):
+        assert analyst(settings, f"select query_id from {view} AT (VERSION => {snapshot_before})").rows == [("q1",)]
+    assert analyst(settings, "select query_id from bundles order by 1").rows == [("q1",), ("q2",)]
 
 
 def test_queries_over_every_view_still_run(landed, settings):
@@ -119,11 +125,33 @@ def test_queries_over_every_view_still_run(landed, settings):
     for query in ["describe consolidated", "summarize results", "show tables", "from bundles",
                   "explain select * from consolidated", "explain analyze select count(*) from results",
                   "/* comment */ explain (analyze) select 1", "from lake.snapshots()",
-                  "select count(*) from lake.main.consolidated", "select list_transform([1, 2], x -> x + 1)",
+                  "select count(*) from lake.main.consolidated", "select count(*) from lake.main.bundles",
+                  "select * from main.report_citations", "select list_transform([1, 2], x -> x + 1)",
                   "select upper(url), row_number() over (order by score_final desc) from consolidated",
                   "select regexp_extract(url, '//([^/]+)', 1) as host, count(*) from results group by all",
                   "select * from range(3) r(x) join unnest([1, 2]) u(y) on x = y"]:
         assert analyst(settings, query).columns, query
+
+
+@pytest.mark.parametrize("definition", [
+    "SELECT name AS query_id, value AS provider FROM duckdb_settings()",
+    "SELECT path AS query_id FROM duckdb_databases()",
+    "SELECT * FROM lake.main.bundles_of_mine",
+    "SELECT content AS query_id FROM read_text('/etc/hostname')",
+])
+def test_a_view_that_reads_what_analysts_may_not_is_refused(landed, settings, definition):
+    """The views are the catalog's, and a shared catalog has other writers:
+    a documented view redefined to read the engine is refused, never run."""
+    con = duckdb.connect()
+    con.execute(f"LOAD '{ducklake_extension()}'")
+    con.execute(f"ATTACH 'ducklake:{settings.catalog_path}' AS lake")
+    con.execute("CREATE VIEW lake.main.bundles_of_mine AS SELECT 1 AS query_id")
+    con.execute(f"CREATE OR REPLACE VIEW lake.main.bundles AS {definition}")
+    con.close()
+    for query in ["select query_id from bundles", "select query_id from lake.main.bundles"]:
+        with pytest.raises(NotReadOnly) as refused:
+            analyst(settings, query)
+        assert "the catalog's view bundles is not searchlake's" in str(refused.value)
 
 
 def test_a_refused_statement_is_one_error_line(cli, landed, error_lines_of):
