@@ -9,10 +9,6 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
-from rich.table import Table
-from rich.text import Text
-
-from tasks.common.text import printable
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Research questions to cited evidence, kept in a queryable lake.")
@@ -98,13 +94,12 @@ def require_bundles(catalog, task_id: str) -> None:
                         f"\"select distinct task_id from bundles\")")
 
 
-def render_table(result, title: str | None = None) -> None:
-    table = Table(title=title, show_lines=False)
-    for column in result.columns:
-        table.add_column(column, overflow="fold")
-    for row in result.rows:  # cells are the lake's text: never markup, never a control sequence
-        table.add_row(*[Text(printable("" if v is None else str(v))) for v in row])
-    out.print(table)
+def render_table(result, title: str | None = None, layout=None, wrap: bool = False) -> None:
+    """A query's rows at the terminal (see flows/cli/tables.py): the lake's
+    text as text, never markup or a control sequence."""
+    from flows.cli.tables import Layout, render_rows
+    from tasks.lake.query import text_rows
+    render_rows(out, result.columns, text_rows(result, to_the_second=True), layout=layout or Layout.auto, wrap=wrap, title=title)
 
 
 def print_top(task_id: str, limit: int) -> None:

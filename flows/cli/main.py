@@ -15,6 +15,7 @@ from flows.cli import research as _research  # noqa: F401  (registers the resear
 from flows.cli import history as _history  # noqa: F401  (registers `history`)
 from flows.cli.common import (SAMPLES, TaskIdOpt, UserError, app, err, out, print_top, render_table,
                               settings)
+from flows.cli.tables import Layout
 
 
 @app.command()
@@ -77,21 +78,30 @@ class Format(str, Enum):
 def sql_command(
     query: Annotated[str, typer.Argument(help="SQL over the views bundles, results, consolidated, ...")],
     fmt: Annotated[Format, typer.Option("--format", help="table, csv or json")] = Format.table,
+    layout: Annotated[Layout, typer.Option(
+        help="table: one line per row; vertical: one `column │ value` block per row; auto: a table when "
+             "the columns fit the terminal, else vertical")] = Layout.auto,
+    wrap: Annotated[bool, typer.Option("--wrap", help="Show whole cells, wrapped, rather than cut with …")] = False,
 ) -> None:
     """Run read-only SQL over the lake and the catalog."""
     from tasks.lake.catalog import open_catalog
-    from tasks.lake.query import NotReadOnly, QueryTimedOut, run_analyst_query, to_csv, to_json
+    from tasks.lake.query import NotReadOnly, QueryTimedOut, run_analyst_query
     with open_catalog(settings(), "sql", read_only=True, confined=True) as catalog:
         try:
             result = run_analyst_query(catalog, query)
         except (NotReadOnly, QueryTimedOut) as exc:
             raise UserError(str(exc)) from None
+    print_result(result, fmt, layout=layout, wrap=wrap)
+
+
+def print_result(result, fmt: Format, **table_options) -> None:
+    from tasks.lake.query import to_csv, to_json
     if fmt is Format.csv:
         sys.stdout.write(to_csv(result))
     elif fmt is Format.json:
         sys.stdout.write(to_json(result) + "\n")
     else:
-        render_table(result)
+        render_table(result, **table_options)
 
 
 @app.command()
@@ -151,6 +161,7 @@ def main() -> None:
     from tasks.common.errors import is_disk_full
     from tasks.lake.catalog import CatalogBusy, CatalogError, CatalogUnavailable
     from tasks.lake.consolidation import UnknownTask
+    from tasks.lake.query import ValueTooDeep
     try:
         # Not standalone: click's usage errors come here as exceptions, to be
         # said in one line rather than a boxed usage panel.
@@ -159,7 +170,7 @@ def main() -> None:
         _fail(usage_line(exc))
     except typer.Abort:
         _fail("interrupted")
-    except (UserError, CatalogBusy, CatalogUnavailable, UnknownTask, _question_mismatch()) as exc:
+    except (UserError, CatalogBusy, CatalogUnavailable, UnknownTask, ValueTooDeep, _question_mismatch()) as exc:
         # args[0], not str(exc): str() of a LookupError quotes nothing, so stripping
         # quotes from it ate the closing quote of "task 'x'".
         _fail(str(exc.args[0]) if exc.args else str(exc))

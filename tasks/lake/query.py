@@ -5,11 +5,12 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from datetime import date, datetime
+from dataclasses import dataclass, field
+from datetime import date, datetime, time
 from decimal import Decimal
 
 import duckdb
@@ -18,14 +19,17 @@ from tasks.lake.catalog import Catalog
 from tasks.lake.sql_guard import NotReadOnly, check_query, check_view_definitions, readable_tables
 from tasks.lake.sqlfiles import sql
 
-__all__ = ["NotReadOnly", "QueryResult", "QueryTimedOut", "run_analyst_query", "run_query", "to_csv", "to_json",
-           "top_sources"]
+__all__ = ["NotReadOnly", "QueryResult", "QueryTimedOut", "ValueTooDeep", "latest_task", "run_analyst_query",
+           "run_query", "task_list", "text_rows", "to_csv", "to_json", "top_sources"]
 
 
 @dataclass(frozen=True)
 class QueryResult:
     columns: list[str]
     rows: list[tuple]
+    # DuckDB's type of each column: what tells a JSON column from text, also
+    # inside lists and structs.
+    types: list = field(default_factory=list)
 
 
 def run_analyst_query(catalog: Catalog, query: str, timeout: float | None = None) -> QueryResult:
@@ -95,29 +99,146 @@ def run_query(catalog: Catalog, query: str, params: list | None = None) -> Query
     cursor = catalog.con.execute(query, params or [])
     if cursor.description is None:
         return QueryResult([], [])
-    return QueryResult([d[0] for d in cursor.description], cursor.fetchall())
+    return QueryResult([d[0] for d in cursor.description], cursor.fetchall(), [d[1] for d in cursor.description])
 
 
 def top_sources(catalog: Catalog, task_id: str, limit: int) -> QueryResult:
     return run_query(catalog, sql("top_sources"), [task_id, limit])
 
 
-def _plain(value):
-    if isinstance(value, (datetime, date)):
-        return value.isoformat()
-    if isinstance(value, Decimal):
-        return float(value)
-    return value
+def task_list(catalog: Catalog, limit: int) -> QueryResult:
+    return run_query(catalog, sql("task_list"), [limit])
+
+
+def latest_task(catalog: Catalog) -> str | None:
+    """The task `searchlake tasks` lists first; None when the lake holds none."""
+    found = task_list(catalog, 1).rows
+    return found[0][0] if found else None
+
+
+# -- query results as text and JSON ----------------------------------------------
+
+class ValueTooDeep(ValueError):
+    """A value nests deeper than it can be written out."""
+
+
+def text_rows(result: QueryResult, *, to_the_second: bool = False) -> list[list[str | None]]:
+    """Every cell as one text: JSON columns as their JSON text, lists,
+    structs and maps as JSON, timestamps in ISO 8601 (to the second, with a
+    space for the T, when `to_the_second`: what a person reads), NULL as None."""
+    types = _types(result)
+    return [[_short_time(value) if to_the_second and isinstance(value, datetime) else _text(value, dtype)
+             for value, dtype in zip(row, types)] for row in result.rows]
+
+
+def _short_time(value: datetime) -> str:
+    return value.isoformat(sep=" ", timespec="seconds")
 
 
 def to_csv(result: QueryResult) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(result.columns)
-    writer.writerows([[_plain(v) for v in row] for row in result.rows])
+    writer.writerows(text_rows(result))
     return out.getvalue()
 
 
 def to_json(result: QueryResult) -> str:
-    records = [{c: _plain(v) for c, v in zip(result.columns, row)} for row in result.rows]
-    return json.dumps(records, ensure_ascii=False, indent=2, default=str)
+    """The rows as an array of objects, JSON values embedded as JSON."""
+    records = [{c: _plain(v, t) for c, v, t in zip(result.columns, row, _types(result))} for row in result.rows]
+    return _dumps(records, indent=2)
+
+
+def _types(result: QueryResult) -> list:
+    return list(result.types) or [None] * len(result.columns)
+
+
+def _text(value, dtype) -> str | None:
+    if value is None:
+        return None
+    if _is_json(dtype) and isinstance(value, str):
+        return value
+    if isinstance(value, (dict, list, tuple)):
+        return _dumps(_plain(value, dtype))
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (float, Decimal)):
+        return str(value)  # exact decimals; nan and inf as DuckDB writes them
+    return str(_plain_scalar(value))
+
+
+def _plain(value, dtype=None):
+    """`value` as JSON has it: a JSON column's value parsed (kept as a string
+    when it does not parse), lists as arrays, structs and maps as objects,
+    timestamps as ISO 8601 strings, NaN and infinities as null (JSON has no
+    number for them)."""
+    if value is None:
+        return None
+    if _is_json(dtype) and isinstance(value, str):
+        return _parsed_json(value)
+    try:
+        if isinstance(value, dict):
+            return {_key_text(k): _plain(v, _member_type(dtype, k)) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [_plain(v, _member_type(dtype)) for v in value]
+    except RecursionError:
+        raise ValueTooDeep("a value nests too deeply to write out; select its parts") from None
+    return _plain_scalar(value)
+
+
+def _plain_scalar(value):
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Decimal):
+        return float(value)
+    if isinstance(value, (datetime, date, time)):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return _blob_text(value)
+    if isinstance(value, (bool, int, str)):
+        return value
+    return str(value)  # UUID, INTERVAL (timedelta), ...
+
+
+def _is_json(dtype) -> bool:
+    return dtype is not None and str(dtype) == "JSON"
+
+
+def _member_type(dtype, key=None):
+    """The type of a nested value's members: a list's element, a struct's
+    field `key`, a map's value; None when unknown (a union's member)."""
+    kind = getattr(dtype, "id", None)
+    if kind in ("list", "array"):
+        return dtype.children[0][1]
+    if kind == "struct":
+        return dict(dtype.children).get(key)
+    if kind == "map":
+        return dtype.children[1][1]
+    return None
+
+
+def _parsed_json(text: str):
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text  # not JSON after all: shown as the text it is
+    except RecursionError:
+        raise ValueTooDeep("a JSON value nests too deeply to write out; select its parts") from None
+
+
+def _key_text(key) -> str:
+    """An object key for a map key of any type."""
+    plain = _plain(key)
+    return plain if isinstance(plain, str) else _dumps(plain)
+
+
+def _blob_text(value: bytes) -> str:
+    """A BLOB as DuckDB writes one: printable ASCII as is, other bytes as \\xNN."""
+    return "".join(chr(b) if 32 <= b < 127 and b != 92 else f"\\x{b:02X}" for b in value)
+
+
+def _dumps(value, indent: int | None = None) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, indent=indent)
+    except RecursionError:
+        raise ValueTooDeep("a value nests too deeply to write out; select its parts") from None
