@@ -35,6 +35,8 @@ def task_id_option(value: str | None) -> str | None:
 
 TaskIdOpt = Annotated[Optional[str], typer.Option("--task-id", callback=task_id_option,
                                                   help="Task the bundles belong to")]
+LatestTaskOpt = Annotated[Optional[str], typer.Option("--task-id", callback=task_id_option,
+                                                      help="The task (default: the latest; see searchlake tasks)")]
 
 
 def settings():
@@ -102,10 +104,26 @@ def render_table(result, title: str | None = None, layout=None, wrap: bool = Fal
     render_rows(out, result.columns, text_rows(result, to_the_second=True), layout=layout or Layout.auto, wrap=wrap, title=title)
 
 
-def print_top(task_id: str, limit: int) -> None:
+def task_or_latest(catalog, task_id: str | None) -> str:
+    """`task_id`, or else the lake's latest task (the first `searchlake tasks`
+    lists), named on stderr so that the user knows which."""
+    if task_id:
+        return task_id
+    from tasks.lake.query import latest_task
+    latest = latest_task(catalog)
+    if latest is None:
+        raise UserError("the lake holds no task yet: searchlake research \"QUESTION\" starts one "
+                        "(searchlake ingest lands other agents' bundles)")
+    err.print(f"latest task: {latest} (--task-id names another; searchlake tasks lists them)", markup=False,
+              highlight=False)
+    return latest
+
+
+def print_top(task_id: str | None, limit: int) -> None:
     from tasks.lake.catalog import open_catalog
     from tasks.lake.query import top_sources
     with open_catalog(settings(), "top", read_only=True) as catalog:
+        task_id = task_or_latest(catalog, task_id)
         require_bundles(catalog, task_id)
         result = top_sources(catalog, task_id, limit)
     if not result.rows:

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from pydantic import ValidationError
+from rich.text import Text
 
 from flows.cli import research as _research  # noqa: F401  (registers the research-side commands)
 from flows.cli import history as _history  # noqa: F401  (registers `history`)
-from flows.cli.common import (SAMPLES, TaskIdOpt, UserError, app, err, out, print_top, render_table,
-                              settings)
+from flows.cli.common import (SAMPLES, LatestTaskOpt, TaskIdOpt, UserError, app, err, out, print_top,
+                              render_table, settings)
 from flows.cli.tables import Layout
 
 
@@ -105,12 +107,54 @@ def print_result(result, fmt: Format, **table_options) -> None:
 
 
 @app.command()
-def top(task_id: TaskIdOpt = None,
+def top(task_id: LatestTaskOpt = None,
         limit: Annotated[int, typer.Option(min=1, help="How many sources")] = 10) -> None:
     """Print a task's top consolidated sources."""
-    if not task_id:
-        raise UserError("name a task with --task-id T")
     print_top(task_id, limit)
+
+
+@app.command("tasks")
+def tasks_command(
+    limit: Annotated[int, typer.Option(min=1, max=MOST_TASKS, help="How many tasks, the latest first")] = 20,
+    fmt: Annotated[Format, typer.Option("--format", help="table, csv or json")] = Format.table,
+) -> None:
+    """List the lake's tasks, the latest first: question, runs, how the last one ended."""
+    from tasks.lake.catalog import open_catalog
+    from tasks.lake.query import task_list
+    with open_catalog(settings(), "tasks", read_only=True) as catalog:
+        found = task_list(catalog, limit + 1)  # one more tells whether there are more
+    shown = replace(found, rows=found.rows[:limit])
+    if fmt is not Format.table:
+        print_result(shown, fmt)
+    elif not shown.rows:
+        err.print("no task in the lake yet: searchlake research \"QUESTION\" starts one", markup=False,
+                  highlight=False)
+    else:
+        print_task_list(shown.rows, more=len(found.rows) > limit)
+
+
+MOST_TASKS = 1_000_000
+
+
+def print_task_list(rows: list[tuple], more: bool) -> None:
+    """Two lines a task: its id alone (never cut: it is what the user copies);
+    then when its latest run started and how it went, and the question, cut
+    to the terminal's width."""
+    from flows.cli.tables import clipped, one_line
+    for task_id, question, runs, last_status, last_run_at, last_landed_at in rows:
+        if runs:
+            facts = [_local_minute(last_run_at), last_status, f"{runs} run{'' if runs == 1 else 's'}"]
+        else:
+            facts = [f"landed {_local_minute(last_landed_at)}", "no run"]
+        line = " · ".join(facts + ([one_line(question)] if question else []))
+        out.print(Text(task_id))
+        out.print(Text("  ") + clipped(line, out.width - 2))
+    if more:
+        out.print(Text(f"(the latest {len(rows)}; --limit N shows more)"))
+
+
+def _local_minute(moment) -> str:
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M") if moment is not None else "?"
 
 
 @app.command()

@@ -12,8 +12,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from flows.cli.common import (TaskIdOpt, UserError, app, check_output_file, err, out, print_top, require_bundles,
-                              settings, write_output)
+from flows.cli.common import (LatestTaskOpt, TaskIdOpt, UserError, app, check_output_file, err, out, print_top,
+                              require_bundles, settings, task_or_latest, write_output)
 
 
 @app.command()
@@ -152,25 +152,25 @@ class ReportFormat(str, Enum):
 
 @app.command()
 def report(
-    task_id: TaskIdOpt = None,
+    task_id: LatestTaskOpt = None,
     fmt: Annotated[ReportFormat, typer.Option("--format", help="md, html or json")] = ReportFormat.md,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this file instead of printing")] = None,
     rebuild: Annotated[bool, typer.Option(help="Synthesize the report again from the lake first")] = False,
 ) -> None:
     """Print (or write) a task's report from the lake."""
-    if not task_id:
-        raise UserError("name a task with --task-id T")
     from tasks.lake.catalog import open_catalog
     from tasks.reporting.report import load_report, publish_report
     if output is not None:
         check_output_file(output)
     config = settings()
-    if rebuild:
-        from tasks.common.llm import LLMConfig
-        from tasks.retrieval.plan_store import selected_source_ids, stored_plan
-        with open_catalog(config, "report: plan", read_only=True) as catalog:
+    with open_catalog(config, "report: plan", read_only=True) as catalog:
+        task_id = task_or_latest(catalog, task_id)
+        if rebuild:
+            from tasks.retrieval.plan_store import selected_source_ids, stored_plan
             require_bundles(catalog, task_id)
             plan, source_ids = stored_plan(catalog, task_id), selected_source_ids(catalog, task_id)
+    if rebuild:
+        from tasks.common.llm import LLMConfig
         publish_report(config, task_id, plan, llm=LLMConfig.from_settings(config), source_ids=source_ids)
     with open_catalog(config, "report", read_only=True) as catalog:
         text = load_report(catalog, task_id, fmt.value)

@@ -38,8 +38,8 @@ def render_rows(console: Console, columns: list[str], rows: list[list[str | None
                 layout: Layout = Layout.auto, wrap: bool = False, title: str | None = None) -> None:
     """`rows` (cells as text, None for NULL) under `columns`, as `layout` says,
     then the number of rows."""
-    names = [_one_line(name, wrap) for name in columns]
-    cells = [[_one_line(cell or "", wrap) for cell in row] for row in rows]
+    names = [one_line(name, wrap) for name in columns]
+    cells = [[one_line(cell or "", wrap) for cell in row] for row in rows]
     natural = [max([cell_len(name)] + [cell_len(row[i]) for row in cells]) for i, name in enumerate(names)]
     widths = fitted_widths(natural, console.width)
     if layout is Layout.vertical or (layout is Layout.auto and not _readable(natural, widths)):
@@ -89,9 +89,9 @@ def _print_table(console: Console, names: list[str], cells: list[list[str]], wid
         if wrap:
             table.add_column(Text(name), width=w, overflow="fold")
         else:
-            table.add_column(_clipped(name, w), width=w, no_wrap=True, overflow="ellipsis")
+            table.add_column(clipped(name, w), width=w, no_wrap=True, overflow="ellipsis")
     for row in cells:
-        table.add_row(*[Text(cell) if wrap else _clipped(cell, w) for cell, w in zip(row, widths)])
+        table.add_row(*[Text(cell) if wrap else clipped(cell, w) for cell, w in zip(row, widths)])
     console.print(table)
 
 
@@ -99,7 +99,7 @@ def _print_blocks(console: Console, names: list[str], cells: list[list[str]], wi
     """One block per row: a rule naming the row, then `name │ value` lines."""
     label = min(max((cell_len(name) for name in names), default=1), LABEL_MOST)
     room = max(width - label - 3, VALUE_LEAST)
-    labels = [_padded(_clipped(name, label), label) for name in names]
+    labels = [_padded(clipped(name, label), label) for name in names]
     for number, row in enumerate(cells, start=1):
         head = f"─[ row {number} ]"
         console.print(Text(head + "─" * max(min(width, label + 3 + room) - cell_len(head), 0)))
@@ -111,10 +111,10 @@ def _print_blocks(console: Console, names: list[str], cells: list[list[str]], wi
                 grid.add_row(name + Text(" │ "), Text(cell))
             console.print(grid)
         else:
-            console.print(Text("\n").join(name + Text(" │ ") + _clipped(cell, room) for name, cell in zip(labels, row)))
+            console.print(Text("\n").join(name + Text(" │ ") + clipped(cell, room) for name, cell in zip(labels, row)))
 
 
-def _one_line(text: str, wrap: bool) -> str:
+def one_line(text: str, wrap: bool = False) -> str:
     """A cell as one line of plain text; cut (unless whole values were asked
     for) to what no terminal shows more of."""
     if not wrap:
@@ -122,10 +122,10 @@ def _one_line(text: str, wrap: bool) -> str:
     return " ".join(printable(text).split())
 
 
-def _clipped(text: str, width: int) -> Text:
+def clipped(text: str, width: int) -> Text:
     shown = Text(text, no_wrap=True)
     if cell_len(text) > width:
-        shown.truncate(width, overflow="ellipsis")
+        shown.truncate(max(width, 1), overflow="ellipsis")
     return shown
 
 
