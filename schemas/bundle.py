@@ -72,6 +72,7 @@ MAX_QUERY_TEXT_CHARS = 4_000
 MAX_SNIPPET_CHARS = 20_000
 MAX_CONTENT_CHARS = 1_000_000
 MAX_SHORT_CHARS = 256  # provider, query_intent, language, error_code, source_id
+MAX_ERROR_MESSAGE_CHARS = 2_000
 
 def clipped(text: str | None, limit: int) -> str | None:
     """Text cut to a size limit: for items this program builds from what a
@@ -94,6 +95,7 @@ Milliseconds = Annotated[int, Strict(), Field(ge=0, le=INT64_MAX)]
 HttpStatus = Annotated[int, Strict(), Field(ge=100, le=599)]
 ShortText = Annotated[str, Field(max_length=MAX_SHORT_CHARS)]
 Title = Annotated[str, Field(max_length=MAX_TITLE_CHARS)]
+ErrorMessage = Annotated[str, Field(max_length=MAX_ERROR_MESSAGE_CHARS)]
 QueryText = Annotated[str, Field(max_length=MAX_QUERY_TEXT_CHARS)]
 Snippet = Annotated[str, Field(max_length=MAX_SNIPPET_CHARS)]
 Content = Annotated[str, Field(max_length=MAX_CONTENT_CHARS)]
@@ -120,6 +122,9 @@ class SearchResultItem(BaseModel):
     score_final: Score
     status: ItemStatus
     error_code: ShortText | None = Field(default=None, validate_default=True)
+    # Why a failed item failed, in words (the error log's message); not in the
+    # original contract, which has only the code.
+    error_message: ErrorMessage | None = None
 
     # A field validator, not the model validator, so that the error names
     # results[i].error_code rather than the whole item.
@@ -231,6 +236,7 @@ class _FastItem(TypedDict, total=False):
     score_final: Required[Score]
     status: Required[ItemStatus]
     error_code: ShortText | None
+    error_message: ErrorMessage | None
 
 
 class _FastStats(TypedDict, total=False):

@@ -34,11 +34,12 @@ RESULTS = pa.schema(
         ("score_final", pa.float64()),
         ("status", pa.string()),
         ("error_code", pa.string()),
+        ("error_message", pa.string()),  # added after the others (sql/schema_00_lake.sql)
     ]
 )
 
 ITEM_FIELDS = [
     "source_id", "rank", "url", "title", "snippet", "content_text", "language",
     "published_at", "captured_at", "http_status", "score_relevance", "score_freshness",
-    "score_authority", "score_final", "status", "error_code",
+    "score_authority", "score_final", "status", "error_code", "error_message",
 ]

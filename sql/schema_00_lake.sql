@@ -52,6 +52,9 @@ CREATE TABLE IF NOT EXISTS results (
     error_code      VARCHAR
 );
 ALTER TABLE results SET PARTITIONED BY (task_id);
+-- Why a failed item failed, in words (the item's error_message): added to
+-- lakes made before it; their earlier rows have none.
+ALTER TABLE results ADD COLUMN IF NOT EXISTS error_message VARCHAR;
 
 -- One row per source and task: the consolidated output (schemas/rows.py
 -- CONSOLIDATED), replaced per task by each consolidation.

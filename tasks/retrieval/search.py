@@ -10,8 +10,9 @@ from datetime import datetime, timezone
 
 import httpx
 
-from schemas.bundle import (MAX_CONTENT_CHARS, MAX_SHORT_CHARS, MAX_SNIPPET_CHARS, MAX_TITLE_CHARS, MAX_URL_CHARS,
-                            SearchResultBundle, SearchResultItem, SearchResultStats, clipped)
+from schemas.bundle import (MAX_CONTENT_CHARS, MAX_ERROR_MESSAGE_CHARS, MAX_SHORT_CHARS, MAX_SNIPPET_CHARS,
+                            MAX_TITLE_CHARS, MAX_URL_CHARS, SearchResultBundle, SearchResultItem, SearchResultStats,
+                            clipped)
 from schemas.plan import ResearchPlan
 from schemas.urls import WEB_SCHEMES, UnsafeURL, check_lake_url, source_id_for, url_scheme
 from tasks.common.settings import Settings
@@ -84,6 +85,7 @@ def add_page_text(bundle: SearchResultBundle, settings: Settings, client: httpx.
             page = fetch_content(item.url, settings, client, allow_hosts=allowed)
         except RemoteError as exc:
             failures.append(item.model_copy(update={"status": "failed", "error_code": exc.code,
+                                                    "error_message": clipped(str(exc), MAX_ERROR_MESSAGE_CHARS),
                                                     "http_status": exc.http_status, "rank": None}))
             continue
         item.content_text, item.http_status = page.text, page.http_status
@@ -135,7 +137,8 @@ def failed_bundle(call: SearchCall, task_id: str, executed_at: datetime, code: s
                   endpoint: str, http_status: int | None = None) -> SearchResultBundle:
     item = SearchResultItem(url=endpoint, title=f"{call.provider} search failed: {message}"[:300],
                             captured_at=executed_at, http_status=http_status, score_final=0.0,
-                            status="failed", error_code=code, rank=1)
+                            status="failed", error_code=code,
+                            error_message=clipped(message, MAX_ERROR_MESSAGE_CHARS), rank=1)
     return SearchResultBundle(task_id=task_id, query_id=call.query.query_id, query_text=call.query.text,
                               query_intent=call.query.intent, provider=call.provider, executed_at=executed_at,
                               results=[item], stats=SearchResultStats(total_returned=0, failed_count=1))
