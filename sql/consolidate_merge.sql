@@ -51,12 +51,12 @@ merged AS (
     SELECT w.task_id, w.source_id, s.seen_count, s.query_ids, w.query_id, w.query_text,
            w.query_intent, w.provider, w.rank, w.url, w.title, w.snippet, w.content_text,
            w.language, w.published_at, w.captured_at, w.http_status, w.score_relevance,
-           w.score_freshness, w.score_authority, w.score_final
+           w.score_freshness, w.score_authority, w.score_final, url_domain(w.url) AS domain
     FROM winners w JOIN seen_named s USING (source_id)
 )
 SELECT m.task_id, m.source_id, r.final_rank, m.seen_count, m.query_ids, m.query_id, m.query_text,
        m.query_intent, m.provider, m.rank, m.url, m.title, m.snippet, m.content_text, m.language,
        m.published_at, m.captured_at, m.http_status, m.score_relevance, m.score_freshness,
-       m.score_authority, m.score_final
+       m.score_authority, m.score_final, m.domain
 FROM merged AS m JOIN ranks AS r USING (source_id)
 ORDER BY r.final_rank;

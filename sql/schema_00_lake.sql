@@ -1,6 +1,23 @@
 -- The lake's tables: which bundles landed and their items, the consolidated
 -- output, what was refused, and how far each task's consolidation has read.
 -- Idempotent.
+
+-- The domain of a web URL, as searchlake names a source's site everywhere
+-- (schemas/urls.py domain_of, the publishers, ask's citations): its host,
+-- lower-case, without user info, port or a leading "www." — the host rather
+-- than the registrable domain, which needs the public-suffix list (and
+-- docs.python.org and peps.python.org are different sites). NULL for a
+-- library file (file:) or anything else without a web host.
+CREATE OR REPLACE MACRO url_domain(url) AS nullif(
+    regexp_replace(                                                           -- 4. without a leading "www."
+        lower(regexp_replace(                                                 -- 3. the host, lower-case:
+            regexp_replace(                                                   --    IPv6 unbracketed, no port
+                regexp_extract(url, '^[\s\pZ]*[Hh][Tt][Tt][Pp][Ss]?://([^/?#]*)', 1),  -- 1. an http(s) URL's authority
+                '^.*@', ''),                                                  -- 2. without user info
+            '^\[([^\]]*)\].*$|^([^:]*).*$', '\1\2')),
+        '^www\.', ''),
+    '');
+
 CREATE TABLE IF NOT EXISTS bundle_catalog (
     bundle_uid        VARCHAR NOT NULL,
     task_id           VARCHAR NOT NULL,
@@ -83,6 +100,10 @@ CREATE TABLE IF NOT EXISTS consolidated (
     score_final     DOUBLE
 );
 ALTER TABLE consolidated SET PARTITIONED BY (task_id);
+-- The source's site (url_domain): added to lakes made before it, and filled
+-- in for the rows they hold.
+ALTER TABLE consolidated ADD COLUMN IF NOT EXISTS domain VARCHAR;
+UPDATE consolidated SET domain = url_domain(url) WHERE domain IS NULL AND url_domain(url) IS NOT NULL;
 
 CREATE TABLE IF NOT EXISTS quarantine_log (
     quarantined_at TIMESTAMPTZ NOT NULL,

@@ -7,5 +7,5 @@ CREATE OR REPLACE VIEW reports AS
 -- The citations of published reports, one row per quote (see schema_40_reports.sql).
 CREATE OR REPLACE VIEW report_citations AS
     SELECT task_id, citation_number, source_id, url, title, quote, quote_start, quote_end, verified,
-           section, item_index, quoted_field
+           section, item_index, quoted_field, url_domain(url) AS domain
     FROM report_citation_catalog;

@@ -9,7 +9,8 @@ looked up in what analysts may use:
 - table functions: a handful that make rows from values (range, unnest, …)
   and the lake's snapshot list for time travel;
 - functions: the scalar and aggregate functions of a bare DuckDB with no
-  extension loaded, less those that read the engine's own state.
+  extension loaded, less those that read the engine's own state, and the
+  lake's own macros that compute on values (url_domain).
 
 So nothing of an extension (the PostgreSQL client's `postgres_query`,
 DuckLake's internals) and nothing that shows settings, databases or secrets
@@ -39,6 +40,8 @@ class NotReadOnly(ValueError):
 
 LAKE_TABLES = ("results", "consolidated", "search_policy")
 TABLE_FUNCTIONS = {"range", "generate_series", "unnest", "json_each", "json_tree", "snapshots"}
+# The lake's own macros, which compute on values (sql/schema_00_lake.sql).
+LAKE_FUNCTIONS = frozenset({"url_domain"})
 LAKE_NAMES = ("", "lake", "main")  # a view may be named bare, or as lake.main.<view>
 # Functions of a bare engine that tell about the engine rather than compute
 # on values: its settings, variables, session and logs.
@@ -150,7 +153,8 @@ def _check_function(node: dict) -> None:
     name = _function_name(node)
     if name in TABLE_FUNCTIONS and node.get("schema", "") in ("", "lake"):
         return  # the function node inside a TABLE_FUNCTION reference, checked there
-    if name not in analyst_functions() or node.get("catalog") or node.get("schema", "") not in ("", "main"):
+    allowed = name in analyst_functions() or name in LAKE_FUNCTIONS
+    if not allowed or node.get("catalog") or node.get("schema", "") not in ("", "main"):
         raise NotReadOnly(f"searchlake sql only reads the lake's views; the function {name}() is not allowed")
 
 
