@@ -4,7 +4,8 @@ a table of twenty columns squeezed into 80 characters is a column of single
 letters. Each cell is one line: the lake's text with its control characters
 stripped (printable) and its runs of whitespace made one space, and a cell
 longer than its room ends with "…" — whole values are what --format csv and
-json are for, or --wrap."""
+json are for, or --wrap, which also keeps a cell's line breaks (EXPLAIN's
+plan is a drawing)."""
 
 from __future__ import annotations
 
@@ -38,9 +39,9 @@ def render_rows(console: Console, columns: list[str], rows: list[list[str | None
                 layout: Layout = Layout.auto, wrap: bool = False, title: str | None = None) -> None:
     """`rows` (cells as text, None for NULL) under `columns`, as `layout` says,
     then the number of rows."""
-    names = [one_line(name, wrap) for name in columns]
-    cells = [[one_line(cell or "", wrap) for cell in row] for row in rows]
-    natural = [max([cell_len(name)] + [cell_len(row[i]) for row in cells]) for i, name in enumerate(names)]
+    names = [one_line(name) for name in columns]
+    cells = [[shown(cell or "", wrap) for cell in row] for row in rows]
+    natural = [max([cell_len(name)] + [_width(row[i]) for row in cells]) for i, name in enumerate(names)]
     widths = fitted_widths(natural, console.width)
     if layout is Layout.vertical or (layout is Layout.auto and not _readable(natural, widths)):
         if title:
@@ -114,12 +115,18 @@ def _print_blocks(console: Console, names: list[str], cells: list[list[str]], wi
             console.print(Text("\n").join(name + Text(" │ ") + clipped(cell, room) for name, cell in zip(labels, row)))
 
 
-def one_line(text: str, wrap: bool = False) -> str:
-    """A cell as one line of plain text; cut (unless whole values were asked
-    for) to what no terminal shows more of."""
-    if not wrap:
-        text = text[:LONGEST_LINE]
-    return " ".join(printable(text).split())
+def shown(text: str, whole: bool) -> str:
+    """A cell as the terminal shows it: whole, line breaks kept; or one line."""
+    return printable(text) if whole else one_line(text)
+
+
+def one_line(text: str) -> str:
+    """Text as one line, cut to what no terminal shows more of."""
+    return " ".join(printable(text[:LONGEST_LINE]).split())
+
+
+def _width(text: str) -> int:
+    return max((cell_len(line) for line in text.splitlines()), default=0)
 
 
 def clipped(text: str, width: int) -> Text:

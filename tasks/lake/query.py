@@ -145,8 +145,24 @@ def to_csv(result: QueryResult) -> str:
 
 def to_json(result: QueryResult) -> str:
     """The rows as an array of objects, JSON values embedded as JSON."""
-    records = [{c: _plain(v, t) for c, v, t in zip(result.columns, row, _types(result))} for row in result.rows]
+    names = _unique(result.columns)
+    records = [{c: _plain(v, t) for c, v, t in zip(names, row, _types(result))} for row in result.rows]
     return _dumps(records, indent=2)
+
+
+def _unique(names: list[str]) -> list[str]:
+    """Column names as object keys: a repeated name (select 1 a, 2 a) gets
+    _1, _2, ... as DuckDB names it in a subquery, rather than hiding a column."""
+    taken: set[str] = set()
+    unique = []
+    for name in names:
+        candidate, n = name, 0
+        while candidate in taken:
+            n += 1
+            candidate = f"{name}_{n}"
+        taken.add(candidate)
+        unique.append(candidate)
+    return unique
 
 
 def _types(result: QueryResult) -> list:

@@ -158,3 +158,17 @@ def test_a_json_column_whose_text_does_not_parse_is_written_as_that_text():
     result = QueryResult(["j"], [("{bad",), ("[1]",)], [json_type])
     assert json.loads(to_json(result)) == [{"j": "{bad"}, {"j": [1]}]
     assert to_csv(result) == "j\n{bad\n[1]\n"
+
+
+def test_wrap_keeps_line_breaks_so_a_plan_reads_as_drawn(cli):
+    query = "explain select i from range(3) t(i) where i > 1"
+    cut = cli.run("sql", query, **NARROW)
+    assert cut.returncode == 0 and len([line for line in cut.stdout.splitlines() if "┌" in line]) == 1
+    drawn = cli.run("sql", query, "--wrap", **NARROW)
+    assert drawn.returncode == 0 and widest_line(drawn.stdout) <= 80
+    assert len([line for line in drawn.stdout.splitlines() if "FILTER" in line or "RANGE" in line]) >= 2
+
+
+def test_json_keeps_every_column_of_a_repeated_name(cli):
+    done = cli.run("sql", "select 1 as a, 2 as a", "--format", "json")
+    assert json.loads(done.stdout) == [{"a": 1, "a_1": 2}]
