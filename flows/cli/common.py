@@ -101,7 +101,8 @@ def render_table(result, title: str | None = None, layout=None, wrap: bool = Fal
     text as text, never markup or a control sequence."""
     from flows.cli.tables import Layout, render_rows
     from tasks.lake.query import text_rows
-    render_rows(out, result.columns, text_rows(result, to_the_second=True), layout=layout or Layout.auto, wrap=wrap, title=title)
+    render_rows(out, result.columns, text_rows(result, to_the_second=True), layout=layout or Layout.auto, wrap=wrap,
+                title=title)
 
 
 def task_or_latest(catalog, task_id: str | None) -> str:

@@ -112,7 +112,8 @@ def _print_blocks(console: Console, names: list[str], cells: list[list[str]], wi
                 grid.add_row(name + Text(" │ "), Text(cell))
             console.print(grid)
         else:
-            console.print(Text("\n").join(name + Text(" │ ") + clipped(cell, room) for name, cell in zip(labels, row)))
+            lines = [name + Text(" │ ") + clipped(cell, room) for name, cell in zip(labels, row)]
+            console.print(Text("\n").join(lines))
 
 
 def shown(text: str, whole: bool) -> str:

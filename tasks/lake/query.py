@@ -122,6 +122,9 @@ class ValueTooDeep(ValueError):
     """A value nests deeper than it can be written out."""
 
 
+TOO_DEEP = "a value nests too deeply to write out; select its parts"
+
+
 def text_rows(result: QueryResult, *, to_the_second: bool = False) -> list[list[str | None]]:
     """Every cell as one text: JSON columns as their JSON text, lists,
     structs and maps as JSON, timestamps in ISO 8601 (to the second, with a
@@ -198,7 +201,7 @@ def _plain(value, dtype=None):
         if isinstance(value, (list, tuple)):
             return [_plain(v, _member_type(dtype)) for v in value]
     except RecursionError:
-        raise ValueTooDeep("a value nests too deeply to write out; select its parts") from None
+        raise ValueTooDeep(TOO_DEEP) from None
     return _plain_scalar(value)
 
 
@@ -239,7 +242,7 @@ def _parsed_json(text: str):
     except ValueError:
         return text  # not JSON after all: shown as the text it is
     except RecursionError:
-        raise ValueTooDeep("a JSON value nests too deeply to write out; select its parts") from None
+        raise ValueTooDeep(TOO_DEEP) from None
 
 
 def _key_text(key) -> str:
@@ -257,4 +260,4 @@ def _dumps(value, indent: int | None = None) -> str:
     try:
         return json.dumps(value, ensure_ascii=False, indent=indent)
     except RecursionError:
-        raise ValueTooDeep("a value nests too deeply to write out; select its parts") from None
+        raise ValueTooDeep(TOO_DEEP) from None
