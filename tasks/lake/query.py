@@ -16,7 +16,8 @@ from decimal import Decimal
 import duckdb
 
 from tasks.lake.catalog import Catalog
-from tasks.lake.sql_guard import NotReadOnly, check_query, check_view_definitions, readable_tables
+from tasks.lake.sql_guard import (LAKE_FUNCTIONS, NotReadOnly, check_macro_definitions, check_query,
+                                  check_view_definitions, readable_tables)
 from tasks.lake.sqlfiles import sql
 
 __all__ = ["NotReadOnly", "QueryResult", "QueryTimedOut", "ValueTooDeep", "latest_task", "run_analyst_query",
@@ -42,6 +43,7 @@ def run_analyst_query(catalog: Catalog, query: str, timeout: float | None = None
     if not statements:
         raise NotReadOnly("the SQL is empty")
     check_view_definitions(catalog.con, catalog.rows("sandbox_view_definitions", [sorted(readable_tables())]))
+    check_macro_definitions(catalog.con, catalog.rows("sandbox_macro_definitions", [sorted(LAKE_FUNCTIONS)]))
     for statement in statements:
         explained = statement.type == duckdb.StatementType.EXPLAIN
         check_query(catalog.con, _explained_text(statement.query) if explained else statement.query)

@@ -20,7 +20,8 @@ hold: the engine behind the session needs them, the analyst never sees them.
 
 The views are the catalog's, and a shared catalog has other writers: the
 definitions of the views analysts may name are checked the same way
-(check_view_definitions), reading only the lake's own tables.
+(check_view_definitions), reading only the lake's own tables, and so are
+the lake's own macros (check_macro_definitions), reading no table at all.
 """
 
 from __future__ import annotations
@@ -74,6 +75,19 @@ def check_view_definitions(con: duckdb.DuckDBPyConnection, definitions: list[tup
             _check_tree(_parsed(con, query), lake_tables() | readable_tables())
         except NotReadOnly as exc:
             raise NotReadOnly(f"the catalog's view {view} is not searchlake's: {exc}") from None
+
+
+def check_macro_definitions(con: duckdb.DuckDBPyConnection, definitions: list[tuple[str, str, str]]) -> None:
+    """Raise NotReadOnly unless every (macro name, body, kind) of the lake's
+    own macros (LAKE_FUNCTIONS) computes on its arguments alone, with the
+    functions analysts may use: a view or a query calls it by name only."""
+    for macro, body, kind in definitions:
+        try:
+            if kind != "scalar":
+                raise NotReadOnly(f"it is a {kind} macro")
+            _check_tree(_parsed(con, f"SELECT {body}"), frozenset())
+        except NotReadOnly as exc:
+            raise NotReadOnly(f"the catalog's macro {macro}() is not searchlake's: {exc}") from None
 
 
 def _check_tree(tree: dict, tables: frozenset[str]) -> None:

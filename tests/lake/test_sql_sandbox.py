@@ -154,6 +154,26 @@ def test_a_view_that_reads_what_analysts_may_not_is_refused(landed, settings, de
         assert "the catalog's view bundles is not searchlake's" in str(refused.value)
 
 
+@pytest.mark.parametrize("definition", [
+    "MACRO lake.main.url_domain(url) AS current_setting('allowed_paths')",
+    "MACRO lake.main.url_domain(url) AS (SELECT max(path) FROM duckdb_databases())",
+    "MACRO lake.main.url_domain(url) AS (SELECT max(title) FROM lake.main.drop_log)",
+    "MACRO lake.main.url_domain(url) AS TABLE SELECT * FROM duckdb_settings()",
+])
+def test_a_lake_macro_that_reads_what_analysts_may_not_is_refused(landed, settings, definition):
+    """url_domain() is the catalog's too, and runs inside the views that call
+    it: redefined to read anything, it is refused, never run."""
+    con = duckdb.connect()
+    con.execute(f"LOAD '{ducklake_extension()}'")
+    con.execute(f"ATTACH 'ducklake:{settings.catalog_path}' AS lake")
+    con.execute(f"CREATE OR REPLACE {definition}")
+    con.close()
+    for query in ["select domain from report_citations", "select url_domain(url) from results", "select 1"]:
+        with pytest.raises(NotReadOnly) as refused:
+            analyst(settings, query)
+        assert "the catalog's macro url_domain() is not searchlake's" in str(refused.value)
+
+
 def test_a_refused_statement_is_one_error_line(cli, landed, error_lines_of):
     for statement in ["explain analyze copy (select 1) to 'x.csv'", "select * from read_csv('/etc/passwd')"]:
         done = cli.run("sql", statement)
