@@ -38,6 +38,9 @@ CREATE TABLE IF NOT EXISTS bundle_catalog (
     source_file       VARCHAR,
     landed_at         TIMESTAMPTZ NOT NULL
 );
+-- The Prefect flow run that landed the bundle (NULL outside one: the command
+-- line's ingest): added to lakes made before it; their rows have none.
+ALTER TABLE bundle_catalog ADD COLUMN IF NOT EXISTS flow_run_id VARCHAR;
 
 -- Every item of every landed bundle (schemas/rows.py RESULTS), one file set
 -- per task.

@@ -46,6 +46,9 @@ CREATE TABLE IF NOT EXISTS run_log (
 ALTER TABLE run_log ADD COLUMN IF NOT EXISTS host VARCHAR;
 ALTER TABLE run_log ADD COLUMN IF NOT EXISTS pid INTEGER;
 ALTER TABLE run_log ADD COLUMN IF NOT EXISTS process_started VARCHAR;  -- when the pid's process started
+-- The Prefect flow run that ran it (its trace_id, for runs of the research
+-- flow; NULL for a run outside Prefect). Added to catalogs made before it.
+ALTER TABLE run_log ADD COLUMN IF NOT EXISTS flow_run_id VARCHAR;
 
 -- Every stage/gate/run event, as also appended to the run's trace.jsonl.
 CREATE TABLE IF NOT EXISTS run_event_log (

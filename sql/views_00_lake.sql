@@ -5,7 +5,7 @@
 CREATE OR REPLACE VIEW bundles AS
     SELECT task_id, query_id, query_text, query_intent, provider, executed_at,
            item_count, total_returned, kept_after_filter, failed_count, dedup_count, duration_ms,
-           bundle_uid, content_hash, raw_path, source_file, landed_at, snapshot_id AS landing_seq
+           bundle_uid, content_hash, raw_path, source_file, landed_at, snapshot_id AS landing_seq, flow_run_id
     FROM bundle_catalog;
 
 CREATE OR REPLACE VIEW search_read_cursor AS

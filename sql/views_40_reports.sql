@@ -2,7 +2,7 @@
 CREATE OR REPLACE VIEW reports AS
     SELECT task_id, generated_at, question, language, synthesizer, source_count,
            cited_source_count, citation_count, unverified_count, insight_count, warning_count,
-           md_path, html_path, json_path, duration_ms, tokens
+           md_path, html_path, json_path, duration_ms, tokens, flow_run_id
     FROM report_catalog;
 -- The citations of published reports, one row per quote (see schema_40_reports.sql).
 CREATE OR REPLACE VIEW report_citations AS

@@ -2,7 +2,7 @@
 CREATE OR REPLACE VIEW runs AS
     SELECT trace_id, task_id, question, demand_id, policy_source, status,
            candidate_count, filtered_count, publisher_count, elapsed_seconds,
-           stage_history, outputs, budget, policy, error, started_at, finished_at, host, pid
+           stage_history, outputs, budget, policy, error, started_at, finished_at, host, pid, flow_run_id
     FROM run_log;
 
 CREATE OR REPLACE VIEW run_events AS

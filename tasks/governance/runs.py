@@ -37,7 +37,7 @@ from typing import Any
 from schemas.bundle import check_identifier
 from schemas.governance import Budget, Drop, GateResult, Policy, Publisher, StageRecord
 from tasks.common.processes import ProcessIdentity
-from tasks.lake.catalog import Catalog, CatalogBusy, CatalogError, open_catalog
+from tasks.lake.catalog import Catalog, CatalogBusy, CatalogError, current_flow_run, open_catalog
 from tasks.common.settings import Settings
 from tasks.common.text import counted
 from tasks.lake.exports import refresh_exports
@@ -105,7 +105,8 @@ def run_started(trace_id: str, task_id: str, question: str, demand_id: str | Non
     the same trace changes nothing."""
     process = process or ProcessIdentity.current()
     params = [trace_id, task_id, question, demand_id, policy_source, _json(budget.to_dict()),
-              _json(policy.to_dict()) if policy else None, process.host, process.pid, process.started, trace_id]
+              _json(policy.to_dict()) if policy else None, process.host, process.pid, process.started,
+              current_flow_run(), trace_id]
     return RunRecord("run started", lambda cat: cat.run("run_start", params), task_id=task_id)
 
 

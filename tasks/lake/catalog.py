@@ -209,13 +209,19 @@ def commit_scope(label: str | None = None, *, task_id: str | None = None,
         _SCOPES.reset(token)
 
 
+def current_flow_run() -> str | None:
+    """The Prefect flow run the commits made now belong to (commit_scope), if any."""
+    flow_runs = [scope.flow_run_id for scope in _SCOPES.get() if scope.flow_run_id]
+    return flow_runs[-1] if flow_runs else None
+
+
 def commit_author() -> str:
     """Who commits: user@host, and the Prefect flow run when inside one.
     Never anything of the settings (a catalog's connection string may hold
     a password)."""
-    flow_runs = [scope.flow_run_id for scope in _SCOPES.get() if scope.flow_run_id]
     who = f"{_user()}@{socket.gethostname()}"
-    return f"{who} flow-run {flow_runs[-1]}" if flow_runs else who
+    flow_run = current_flow_run()
+    return f"{who} flow-run {flow_run}" if flow_run else who
 
 
 def _user() -> str:

@@ -29,7 +29,7 @@ from schemas import rows
 from schemas.bundle import SearchResultBundle
 from tasks.common.settings import Settings
 from tasks.common.text import counted
-from tasks.lake.catalog import Catalog, commit_scope, open_catalog
+from tasks.lake.catalog import Catalog, commit_scope, current_flow_run, open_catalog
 from tasks.lake.exports import refresh_exports
 from tasks.lake.files import Lake, LakeWrite
 from tasks.lake.validation import (FileRoots, ReadyBundle, Refusal, Submission, expand_paths, item_columns,
@@ -369,20 +369,21 @@ _BUNDLE_ROWS = pa.schema([
     ("provider", pa.string()), ("executed_at", pa.timestamp("us", tz="UTC")), ("item_count", pa.int64()),
     ("total_returned", pa.int64()), ("kept_after_filter", pa.int64()), ("failed_count", pa.int64()),
     ("dedup_count", pa.int64()), ("duration_ms", pa.int64()), ("content_hash", pa.string()), ("raw_path", pa.string()),
-    ("source_file", pa.string()),
+    ("source_file", pa.string()), ("flow_run_id", pa.string()),
 ])
 
 
 def _bundle_rows(cands: list[ReadyBundle]) -> pa.Table:
     """The bundle_catalog rows of the landed bundles (landed_at is the commit's now())."""
     records = []
+    flow_run = current_flow_run()
     for cand in cands:
         h = cand.header
         records.append((
             cand.uid, h.task_id, h.query_id, natural_sort_key(h.query_id), h.query_text, h.query_intent,
             h.provider, h.executed_at, h.item_count, h.total_returned, h.kept_after_filter,
             h.failed_count, h.dedup_count, h.duration_ms, cand.content_hash,
-            Lake.raw_key(h.task_id, h.query_id, cand.content_hash), cand.source,
+            Lake.raw_key(h.task_id, h.query_id, cand.content_hash), cand.source, flow_run,
         ))
     columns = zip(*records)
     return pa.Table.from_arrays([pa.array(c, f.type) for c, f in zip(columns, _BUNDLE_ROWS)], schema=_BUNDLE_ROWS)

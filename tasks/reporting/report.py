@@ -31,7 +31,7 @@ from schemas.report import (
 )
 from tasks.common.settings import Settings
 from tasks.common.text import counted
-from tasks.lake.catalog import Catalog, open_catalog
+from tasks.lake.catalog import Catalog, current_flow_run, open_catalog
 from tasks.lake.consolidation import UnknownTask
 from tasks.lake.exports import refresh_exports
 from tasks.synthesis.labels import labels
@@ -279,7 +279,7 @@ def _row(task_id: str, report: ResearchReport, synthesis: SynthesisResult, keys:
             synthesis.question, synthesis.language, synthesis.synthesizer, len(synthesis.sources),
             len(report.sources), len(citations), sum(1 for c in citations if not c.verified),
             len(synthesis.synthesized_insights), len(meta.warnings), keys["md"], keys["html"], keys["json"],
-            meta.durationMs, meta.tokens]
+            meta.durationMs, meta.tokens, current_flow_run()]
 
 
 def citation_rows(task_id: str, report: ResearchReport) -> list[list]:

@@ -61,6 +61,8 @@ def test_landed_files_are_filed_away_and_never_read_again(prefect_engine, lake, 
     refusals = prefect_artifacts("ingest-refusals")[0]
     assert refusals.type == "table" and "broken.json" in str(refusals.data)
     assert prefect_events("searchlake.ingest.refused")[0].payload == {"refused": 1}
+    landed_by = {r["flow_run_id"] for r in lake.dicts("SELECT flow_run_id FROM bundles")}
+    assert landed_by == {str(state.state_details.flow_run_id)}
     landed = prefect_events("searchlake.bundles.landed")
     assert any(e.payload == {"bundles": 2, "tasks": ["drop"]} for e in landed)
     assert landed[0].resource.id == "searchlake.lake"

@@ -163,6 +163,11 @@ def test_offline_library_run_completes_and_leaves_its_record(research):
         r["quote"] for r in research.dicts("SELECT quote FROM report_citations WHERE task_id = 'solar'"))
     assert pl.scan_parquet(exports / "bundles").collect().height == research.lake.count("bundles")
 
+    # every row the run wrote names the Prefect flow run that wrote it
+    for view in ("bundles", "runs", "reports"):
+        assert {r["flow_run_id"] for r in research.dicts(f"SELECT flow_run_id FROM {view} WHERE task_id = 'solar'")} \
+            == {trace_id}, view
+
 
 def test_a_run_makes_a_handful_of_commits_that_say_what_it_did(research):
     before = research.lake.rows("SELECT max(snapshot_id) FROM lake.snapshots()")[0][0] or 0
