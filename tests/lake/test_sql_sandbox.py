@@ -28,8 +28,16 @@ def analyst(settings, query: str):
 
 
 def snapshot(home: Path) -> dict[str, str]:
+    """Every file under the home, less the locks and what SQLite's readers
+    keep beside the catalog (its shared-memory index, an empty log)."""
     return {str(p.relative_to(home)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(home.rglob("*")) if p.is_file() and not p.name.endswith((".lock", ".holder"))}
+            for p in sorted(home.rglob("*")) if p.is_file() and not p.name.endswith((".lock", ".holder", "-shm"))
+            and not (p.name.endswith("-wal") and p.stat().st_size == 0)}
+
+
+def catalog_files(settings) -> list[Path]:
+    catalog = Path(settings.catalog_path)
+    return [catalog, *(catalog.with_name(catalog.name + suffix) for suffix in (".wal", "-wal", "-shm"))]
 
 
 def writing_statements(target: str) -> list[str]:
@@ -49,8 +57,7 @@ def writing_statements(target: str) -> list[str]:
 def test_no_statement_writes_a_file_anywhere(landed, settings, tmp_path):
     home = Path(settings.home)
     inside_tables = home / "lake" / "tables" / "main" / "consolidated" / "written.parquet"
-    targets = [tmp_path / "outside.csv", inside_tables, Path(settings.catalog_path),
-               Path(str(settings.catalog_path) + ".wal")]
+    targets = [tmp_path / "outside.csv", inside_tables, *catalog_files(settings)]
     before = snapshot(home)
     for target in targets:
         for statement in writing_statements(str(target)):
