@@ -202,7 +202,7 @@ def _holder_of(exc: BaseException) -> str:
     if found := _LOCK_HOLDER.search(text):
         return f"another program has it open (pid {found['pid']}, {Path(found['program']).name})"
     if is_lock_contention(exc):
-        return "another connection is writing to it"
+        return "another connection has it locked"
     return "other writers keep changing the same rows"
 
 
