@@ -73,7 +73,7 @@ CatalogError = duckdb.Error
 
 
 class CatalogBusy(RuntimeError):
-    """Another searchlake command holds the catalog."""
+    """Another command or program held the catalog past the lock timeout."""
 
 
 class CatalogUnavailable(RuntimeError):
