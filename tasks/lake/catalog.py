@@ -141,8 +141,8 @@ class Catalog:
         """From now on the engine opens only the catalog and the lake's table
         files: no other file, no extension, no setting changed back."""
         self.con.execute("SET allowed_directories = ?", [[self.lake.uri(TABLES_FOLDER)]])
-        if self.settings.catalog_is_embedded:
-            self.con.execute("SET allowed_paths = ?", [[str(path) for path in _catalog_files(self.settings)]])
+        if _admits_one_process(self.settings):  # SQLite opens its file itself, not through the engine
+            self.con.execute("SET allowed_paths = ?", [[str(self.settings.catalog_path)]])
         self.con.execute(sql("sandbox_confine"))
 
 
@@ -384,13 +384,6 @@ def _sqlite_options(settings: Settings, read_only: bool) -> list[str]:
     if not read_only:
         options.append("META_JOURNAL_MODE 'WAL'")
     return options
-
-
-def _catalog_files(settings: Settings) -> list[Path]:
-    """The embedded catalog's file and the log files its engine keeps beside it."""
-    path = settings.catalog_path
-    suffixes = ("-wal", "-shm", "-journal") if settings.catalog_is_sqlite else (".wal",)
-    return [path, *(path.with_name(path.name + suffix) for suffix in suffixes)]
 
 
 def _refuse_a_catalog_moved_away(settings: Settings) -> None:

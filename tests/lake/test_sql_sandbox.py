@@ -51,6 +51,9 @@ def writing_statements(target: str) -> list[str]:
         copy,
         f"select 1; {copy}",
         f"export database '{target}.d'",
+        # the SQLite client (loaded to read a SQLite catalog) opens files itself, past the engine's file limits
+        f"attach '{target}.sqlite' as w (type sqlite); create table w.t as select 42 as x",
+        f"call sqlite_attach('{target}.sqlite')",
     ]
 
 
@@ -77,12 +80,14 @@ def test_no_statement_writes_a_file_anywhere(landed, settings, tmp_path):
     "select * from read_parquet('{outside}')",
     "select * from '{outside}'",
     "attach '{outside}' as other",
+    "select * from sqlite_scan('{catalog}', 'ducklake_snapshot')",
+    "select * from sqlite_query('{catalog}', 'select 1')",
 ])
 def test_files_outside_the_lake_cannot_be_read(landed, settings, tmp_path, statement):
     outside = tmp_path / "secret.parquet"
     landed.rows(f"copy (select 'secret' as s) to '{outside}'")
     with pytest.raises(NotReadOnly) as refused:
-        analyst(settings, statement.format(outside=outside))
+        analyst(settings, statement.format(outside=outside, catalog=settings.catalog_path))
     assert "only reads" in str(refused.value)
 
 
