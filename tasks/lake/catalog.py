@@ -29,10 +29,12 @@ the catalog is busy (CatalogBusy), in one line.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import re
+import shutil
 import sys
 import threading
 import time
@@ -64,6 +66,8 @@ ATTACH_ATTEMPTS = 5
 # Pauses between tries grow up to this (seconds), each a random share of it,
 # so that writers that met do not meet again.
 LONGEST_PAUSE = 1.0
+# Free bytes under which a SQLite catalog's I/O error is taken for a full disk.
+LOW_ROOM = 1 << 20
 # The package file of DuckDB's SQLite client is named after the package, but
 # DuckDB loads a file by path only under the extension's own name.
 SQLITE_CLIENT_FILE = "sqlite_scanner.duckdb_extension"
@@ -217,7 +221,7 @@ def open_catalog(settings: Settings, purpose: str = "command", *, read_only: boo
     connections to the process's shared engine; `read_only` is then a
     promise of the caller."""
     lake = Lake(settings.lake_root)
-    with _session_lock(settings, purpose, read_only), _contention_as_busy(settings):
+    with _session_lock(settings, purpose, read_only), _catalog_errors_said_plainly(settings):
         if confined:
             with _ENGINE.session(settings, lake) as catalog:
                 _ensure_schema(catalog)
@@ -241,15 +245,24 @@ def _session_lock(settings: Settings, purpose: str, read_only: bool):
 
 
 @contextmanager
-def _contention_as_busy(settings: Settings) -> Iterator[None]:
+def _catalog_errors_said_plainly(settings: Settings) -> Iterator[None]:
     """A catalog still held by another connection after the waits is said
-    as busy, in one line, whatever statement met it."""
+    as busy, and a SQLite catalog that found no room for its log files as a
+    full disk, whatever statement met it."""
     try:
         yield
     except duckdb.Error as exc:
-        if not is_lock_contention(exc):
-            raise
-        raise _busy(settings, exc) from None
+        if is_lock_contention(exc):
+            raise _busy(settings, exc) from None
+        if settings.catalog_is_sqlite and _sqlite_out_of_room(settings, exc):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(settings.catalog_path)) from None
+        raise
+
+
+def _sqlite_out_of_room(settings: Settings, exc: duckdb.Error) -> bool:
+    """SQLite says only "disk I/O error" when it cannot grow its shared-memory
+    file (it says "database or disk is full" when a write finds no room)."""
+    return "disk i/o error" in str(exc).lower() and shutil.disk_usage(settings.catalog_path.parent).free < LOW_ROOM
 
 
 def _admits_one_process(settings: Settings) -> bool:
