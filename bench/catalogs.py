@@ -45,7 +45,7 @@ ROOT = BENCH.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.run import OUT, TASK, _link_copy, run_step, start_step  # noqa: E402
+from bench.run import OUT, _link_copy, run_step, start_step  # noqa: E402
 
 CATALOGS = {"sqlite": "catalog.sqlite", "duckdb_file": "catalog.ducklake"}
 FIRST_BUNDLES = 2  # landed first, so that the reader has a catalog to attach

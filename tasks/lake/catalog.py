@@ -187,10 +187,12 @@ def _retrying(settings: Settings, is_race: Callable[[BaseException], bool], race
             said = True
             print(f"waiting for the catalog, {_holder_of(exc)}", file=sys.stderr)
 
-    return Retrying(
-        retry=retry_if_exception(lambda exc: isinstance(exc, duckdb.Error) and (is_lock_contention(exc) or is_race(exc))),
-        stop=give_up, wait=wait_random_exponential(multiplier=0.02, max=LONGEST_PAUSE),
-        before_sleep=say_waiting, reraise=True)
+    def worth_another_try(exc: BaseException) -> bool:
+        return isinstance(exc, duckdb.Error) and (is_lock_contention(exc) or is_race(exc))
+
+    return Retrying(retry=retry_if_exception(worth_another_try), stop=give_up,
+                    wait=wait_random_exponential(multiplier=0.02, max=LONGEST_PAUSE),
+                    before_sleep=say_waiting, reraise=True)
 
 
 def _busy(settings: Settings, exc: BaseException) -> CatalogBusy:
