@@ -229,8 +229,11 @@ def print_figures(doc: dict) -> None:
         print(f"with a reader attached ({kind}): {reader['reads']} reads, {reader['reads_failed']} failed; "
               f"last read saw {reader['rows_seen_last']} rows")
         for step, outcome in reader["steps"].items():
-            verdict = "succeeded" if outcome["exit_code"] == 0 else f"FAILED (exit {outcome['exit_code']})"
-            print(f"  {step:<12} {verdict} after {outcome['wall_seconds']:.1f}s")
+            if outcome["exit_code"] == 0:
+                print(f"  {step:<12} succeeded: {outcome['wall_seconds']:.1f}s in all, {outcome['seconds']:.2f}s of "
+                      f"work, {outcome['open_seconds']:.2f}s to open the catalog")
+            else:
+                print(f"  {step:<12} FAILED (exit {outcome['exit_code']}) after {outcome['wall_seconds']:.1f}s")
     print(f"\nload average {doc['loadavg_before'][0]:.1f} before, {doc['loadavg_after'][0]:.1f} after")
 
 
