@@ -6,7 +6,7 @@ several writers landing at once on a shared PostgreSQL catalog.
 
 For each size: generate the bundle files (bench/generate.py) into a temp
 dir, then, each in its own child process with a fresh SEARCHLAKE_HOME and
-the embedded catalog (catalog.ducklake):
+the embedded catalog (catalog.sqlite; bench/catalogs.py compares it with a DuckDB file):
   ingest         tasks.lake.landing.land_files under tasks.lake.catalog.open_catalog
   consolidate    tasks.lake.consolidation.consolidate (first run: reads everything)
   reconsolidate  the same with nothing new landed
@@ -190,8 +190,13 @@ def step_write(home: Path, bundles: Path) -> dict:
     return write(home, bundles)
 
 
+def step_open(home: Path, bundles: Path) -> dict:
+    from bench.catalogs import step_open as open_
+    return open_(home, bundles)
+
+
 STEPS = {"ingest": step_ingest, "consolidate": step_consolidate,
-         "reconsolidate": step_consolidate, "baseline": step_baseline, "write": step_write}
+         "reconsolidate": step_consolidate, "baseline": step_baseline, "write": step_write, "open": step_open}
 
 
 def child_main(step: str, home: Path, bundles: Path, result_file: Path) -> int:
@@ -256,10 +261,10 @@ def start_step(step: str, home: Path, bundles: Path, result_file: Path,
     return subprocess.Popen(cmd, cwd=result_file.parent, env=env)
 
 
-def run_step(step: str, home: Path, bundles: Path, workdir: Path) -> dict:
+def run_step(step: str, home: Path, bundles: Path, workdir: Path, extra_env: dict[str, str] | None = None) -> dict:
     result_file = workdir / f"{step}.json"
     os.sync()  # the previous step's dirty pages are not this step's to write back
-    proc = start_step(step, home, bundles, result_file)
+    proc = start_step(step, home, bundles, result_file, extra_env)
     peak_rss = peak_pss = 0
     done = threading.Event()
 

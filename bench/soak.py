@@ -51,12 +51,12 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.generate import TASK_ID as TASK, generate  # noqa: E402
-from tasks.common.settings import Settings  # noqa: E402
+from tasks.common.settings import DEFAULT_CATALOG_FILE, Settings  # noqa: E402
 from tasks.lake.catalog import open_catalog  # noqa: E402
 from tasks.lake.compaction import orphan_table_files  # noqa: E402
 
 
-HOLDER_FILE = "catalog.ducklake.holder"
+HOLDER_FILE = DEFAULT_CATALOG_FILE + ".holder"
 
 
 def environment(home: Path) -> dict[str, str]:

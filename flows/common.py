@@ -12,6 +12,8 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
 
 
 def retry_when_busy(task, task_run, state) -> bool:
-    """Retry a task only when waiting can help: the catalog was busy."""
+    """Retry a task only when waiting can help: the catalog was busy (another
+    command or program held it past the lock timeout, over which the lake
+    already waited and ran the work again)."""
     from tasks.lake.catalog import CatalogBusy
     return isinstance(state.data, CatalogBusy)

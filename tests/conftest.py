@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tasks.lake.catalog import open_catalog
-from tasks.common.settings import Settings
+from tasks.common.settings import DUCKDB_CATALOG_FILE, Settings
 from tasks.lake.consolidation import consolidate
 from tasks.lake.landing import land_files
 from tests.postgres_server import PostgresUnavailable, running_postgres
@@ -397,3 +397,33 @@ def hold_catalog(cli):
     yield hold
     for holder in started:
         holder.kill()
+
+
+# -- other programs reading the lake ------------------------------------------------
+
+@pytest.fixture
+def outside_reader(tmp_path):
+    """Start a plain DuckDB process attached READ_ONLY to a catalog (what
+    follows `ducklake:`), closed after the test."""
+    from tests.outside_reader import OutsideReader
+    started: list[OutsideReader] = []
+
+    def start(catalog: str) -> OutsideReader:
+        started.append(OutsideReader(catalog, tmp_path / "reader-extensions"))
+        return started[-1]
+
+    yield start
+    for reader in started:
+        reader.close()
+
+
+@pytest.fixture
+def duckdb_file_home(settings) -> Settings:
+    """The home of an earlier version, whose catalog is a DuckDB file
+    (catalog.ducklake): unconfigured commands keep using it."""
+    earlier = Settings(home=settings.home, catalog=str(Path(settings.home) / DUCKDB_CATALOG_FILE))
+    with open_catalog(earlier, "test-earlier-version"):
+        pass
+    current = Settings()
+    assert current.catalog_is_earlier_file
+    return current

@@ -39,7 +39,7 @@ LatestTaskOpt = Annotated[Optional[str], typer.Option("--task-id", callback=task
                                                       help="The task (default: the latest; see searchlake tasks)")]
 
 
-def settings():
+def settings(*, mention_migration: bool = True):
     """The settings, once their home (and catalog folder) is known to be usable."""
     from tasks.common.settings import Settings
     config = Settings()
@@ -47,7 +47,23 @@ def settings():
     if config.catalog_is_embedded:
         check_writable_folder(config.catalog_path.parent, "the catalog's folder")
         _mention_an_earlier_catalog(config)
+        if mention_migration:
+            _mention_the_duckdb_file_catalog(config)
     return config
+
+
+_MENTIONED: set[str] = set()
+
+
+def _mention_the_duckdb_file_catalog(config) -> None:
+    """A home from before the SQLite catalog keeps its DuckDB file, which
+    admits one program at a time: said once per process, with the way out."""
+    if not config.catalog_is_earlier_file or str(config.catalog_path) in _MENTIONED:
+        return
+    _MENTIONED.add(str(config.catalog_path))
+    err.print(f"note: this home keeps its catalog in the DuckDB file {config.catalog_path}, which one program "
+              "at a time may open (a notebook holding it stops searchlake); `searchlake migrate-catalog` moves "
+              "it to SQLite, which others may read while searchlake works", markup=False, highlight=False)
 
 
 def _mention_an_earlier_catalog(config) -> None:

@@ -201,6 +201,19 @@ def demo() -> None:
     print_top("sample", 10)
 
 
+@app.command("migrate-catalog")
+def migrate_catalog() -> None:
+    """Move the home's DuckDB-file catalog (catalog.ducklake, earlier versions') to SQLite (catalog.sqlite),
+    which notebooks and dashboards may read while searchlake works."""
+    from tasks.lake.catalog_migration import MigrationFailed, MigrationRefused, migrate_catalog as run
+    try:
+        lines = run(settings(mention_migration=False))
+    except (MigrationRefused, MigrationFailed) as exc:
+        raise UserError(str(exc)) from None
+    for line in lines:
+        out.print(line, markup=False, highlight=False)
+
+
 def main() -> None:
     from tasks.common.errors import is_disk_full
     from tasks.lake.catalog import CatalogBusy, CatalogError, CatalogUnavailable

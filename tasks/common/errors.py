@@ -1,11 +1,18 @@
 """Errors shared by the stages: calls out (the HTTP path, the page fetcher,
-the search providers) and the disk."""
+the search providers), the disk and the catalog's locks."""
 
 from __future__ import annotations
 
 import errno
 
 _DISK_FULL_WORDS = ("no space left on device", "disk is full", "not enough space on the disk")
+# What a catalog says when another connection holds what it needs for a
+# moment: a DuckDB file another process has open, a SQLite file another
+# connection is writing (SQLite gives up at once rather than deadlock when a
+# reader must become the writer), a PostgreSQL transaction that lost a race.
+# Waiting and running the work again helps; nothing was committed.
+_LOCK_CONTENTION_WORDS = ("conflicting lock is held", "database is locked", "database table is locked",
+                          "could not serialize access", "serialization failure", "deadlock detected")
 
 
 class RemoteError(Exception):
@@ -33,3 +40,10 @@ def is_disk_full(exc: BaseException) -> bool:
     if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return True
     return any(words in str(exc).lower() for words in _DISK_FULL_WORDS)
+
+
+def is_lock_contention(exc: BaseException) -> bool:
+    """Whether `exc` (a database driver's error, known only by its words) is
+    another connection holding the catalog for a moment: worth a retry."""
+    text = str(exc).lower()
+    return any(words in text for words in _LOCK_CONTENTION_WORDS)

@@ -21,6 +21,14 @@ from tasks.common.redaction import connection_string_passwords, redact, register
 URL_FIELDS = ("searxng_url", "llm_base_url", "openrouter_base_url", "lake")
 # DuckLake metadata connection strings that name a database server, not a file.
 _CATALOG_SERVER = re.compile(r"^(postgres|mysql):", re.IGNORECASE)
+# An embedded catalog kept in SQLite (several processes on the machine may
+# read it while one writes) rather than in a DuckDB file (one process at a time).
+_SQLITE_PREFIX = re.compile(r"^sqlite:", re.IGNORECASE)
+SQLITE_SUFFIXES = (".sqlite", ".sqlite3")
+DEFAULT_CATALOG_FILE = "catalog.sqlite"
+# The DuckDB-file catalog earlier versions created by default: a home that has
+# one (and no SQLite catalog) keeps using it until it is migrated.
+DUCKDB_CATALOG_FILE = "catalog.ducklake"
 # Shorter tokens could be guessed by trying: the login form does not slow anyone down.
 MIN_SERVE_TOKEN = 16
 
@@ -33,8 +41,9 @@ class Settings(BaseSettings):
     home: Path = Field(default=Path("data"), description="Holds the lake and the catalog")
     lake: str | None = Field(default=None, description="Lake root: a folder or an fsspec URL")
     catalog: str | None = Field(default=None, description=(
-        "The DuckLake catalog: a file path (embedded, one machine) or DuckLake's metadata "
-        "connection string, e.g. postgres:dbname=lake host=db user=searchlake"))
+        "The DuckLake catalog: a file (embedded, one machine): SQLite when it is named sqlite:PATH or "
+        "ends in .sqlite, else a DuckDB file; or DuckLake's metadata connection string, "
+        "e.g. postgres:dbname=lake host=db user=searchlake"))
     lock_timeout: float = Field(default=30.0, ge=0, description="Seconds to wait for a busy catalog")
     sql_timeout: float = Field(default=300.0, gt=0, description="Seconds an analyst's `searchlake sql` query may run")
     # an s3:// lake: the usual AWS variables, read by the engine and by s3fs alike
@@ -168,19 +177,41 @@ class Settings(BaseSettings):
         return not _CATALOG_SERVER.match(self.catalog or "")
 
     @cached_property
+    def catalog_is_sqlite(self) -> bool:
+        """An embedded catalog in a SQLite file (the default); otherwise a DuckDB file."""
+        if not self.catalog_is_embedded:
+            return False
+        if self.catalog:
+            return bool(_SQLITE_PREFIX.match(self.catalog)) or self.catalog.lower().endswith(SQLITE_SUFFIXES)
+        return self.catalog_path.name == DEFAULT_CATALOG_FILE
+
+    @cached_property
     def catalog_path(self) -> Path:
-        """The embedded catalog's file (only meaningful when catalog_is_embedded)."""
-        return Path(self.catalog) if self.catalog else self.home / "catalog.ducklake"
+        """The embedded catalog's file (only meaningful when catalog_is_embedded).
+        Unconfigured, it is the home's SQLite catalog, unless the home only has
+        the DuckDB-file catalog of an earlier version."""
+        if self.catalog:
+            return Path(_SQLITE_PREFIX.sub("", self.catalog))
+        earlier, default = self.home / DUCKDB_CATALOG_FILE, self.home / DEFAULT_CATALOG_FILE
+        return earlier if earlier.exists() and not default.exists() else default
+
+    @cached_property
+    def catalog_is_earlier_file(self) -> bool:
+        """Unconfigured, and the home only has the DuckDB-file catalog of an
+        earlier version (`searchlake migrate-catalog` moves it to SQLite)."""
+        return not self.catalog and self.catalog_path.name == DUCKDB_CATALOG_FILE
 
     @cached_property
     def catalog_shown(self) -> str:
         """The catalog as it may be printed (no password)."""
-        return redact(self.catalog_location)
+        return str(self.catalog_path) if self.catalog_is_embedded else redact(self.catalog_location)
 
     @cached_property
     def catalog_location(self) -> str:
         """What DuckLake's ATTACH takes after `ducklake:`."""
-        return str(self.catalog_path) if self.catalog_is_embedded else str(self.catalog)
+        if not self.catalog_is_embedded:
+            return str(self.catalog)
+        return f"sqlite:{self.catalog_path}" if self.catalog_is_sqlite else str(self.catalog_path)
 
 
 @lru_cache(maxsize=8)

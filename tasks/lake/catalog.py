@@ -1,28 +1,41 @@
 """The only module that opens DuckDB connections.
 
 The lake's tables live in a DuckLake catalog: every table's rows are Parquet
-files under the lake's `tables/` folder, and the catalog (an embedded DuckDB
-file, or a PostgreSQL database shared by many machines) records which files
-make up each snapshot. A transaction commits whole or not at all, readers see
-one consistent snapshot, and commits from several processes are serialized
-by the engine.
+files under the lake's `tables/` folder, and the catalog (an embedded SQLite
+or DuckDB file, or a PostgreSQL database shared by many machines) records
+which files make up each snapshot. A transaction commits whole or not at
+all, readers see one consistent snapshot, and commits from several processes
+are serialized by the engine.
 
-The embedded catalog file admits one process at a time, so sessions on it
-also hold a file lock: a second searchlake command waits up to
+An embedded SQLite catalog (the default) runs in SQLite's write-ahead-log
+mode, where readers never block the writer nor the writer them: a notebook
+or a dashboard may keep it attached while searchlake works. searchlake's own
+sessions that write also hold a file lock, so that its writers take turns
+rather than fail each other's commits (SQLite refuses a commit built on a
+snapshot another writer has moved past); its read-only sessions need none.
+A DuckDB-file catalog admits one process at a time, so every session on it
+holds the lock. A second searchlake command waits for the lock up to
 `SEARCHLAKE_LOCK_TIMEOUT` seconds and then says the catalog is busy. Threads
 of one process (a server's runs) take turns before that, as long as their
-turns take: a process is never busy against itself. A
-PostgreSQL catalog needs no lock: concurrent commits that conflict are
-retried (see Catalog.transaction).
+turns take: a process is never busy against itself. A PostgreSQL catalog
+needs no lock.
+
+Whatever the catalog, another connection holding it for a moment (a program
+with the DuckDB file open, a SQLite writer, a PostgreSQL transaction that
+lost a race) or a commit that conflicts with another writer's is waited out
+and the work run again, up to the lock timeout; after that the command says
+the catalog is busy (CatalogBusy), in one line.
 """
 
 from __future__ import annotations
 
+import errno
 import getpass
 import hashlib
 import json
 import os
-import random
+import re
+import shutil
 import socket
 import sys
 import threading
@@ -39,10 +52,11 @@ from urllib.parse import urlsplit
 
 import duckdb
 from filelock import FileLock, Timeout
+from tenacity import RetryCallState, Retrying, retry_if_exception, wait_random_exponential
 
-from tasks.common.errors import is_disk_full
+from tasks.common.errors import is_disk_full, is_lock_contention
 from tasks.common.redaction import redact
-from tasks.common.settings import Settings, secret_value
+from tasks.common.settings import DEFAULT_CATALOG_FILE, Settings, secret_value
 from tasks.lake.files import Lake, LakeWrite
 from tasks.lake.sqlfiles import sql, sql_group
 
@@ -53,13 +67,21 @@ TABLES_FOLDER = "tables/"
 # writer's (DuckLake itself retries commits that do not conflict).
 CONFLICT_RETRIES = 12
 ATTACH_ATTEMPTS = 5
+# Pauses between tries grow up to this (seconds), each a random share of it,
+# so that writers that met do not meet again.
+LONGEST_PAUSE = 1.0
+# Free bytes under which a SQLite catalog's I/O error is taken for a full disk.
+LOW_ROOM = 1 << 20
+# The package file of DuckDB's SQLite client is named after the package, but
+# DuckDB loads a file by path only under the extension's own name.
+SQLITE_CLIENT_FILE = "sqlite_scanner.duckdb_extension"
 
 # What a failed catalog statement raises, for callers outside the lake package.
 CatalogError = duckdb.Error
 
 
 class CatalogBusy(RuntimeError):
-    """Another searchlake command holds the catalog."""
+    """Another command or program held the catalog past the lock timeout."""
 
 
 class CatalogUnavailable(RuntimeError):
@@ -76,10 +98,11 @@ class Catalog:
     def run(self, name: str, params: list | tuple | None = None) -> duckdb.DuckDBPyConnection:
         """Run the statement kept in sql/<name>.sql. Outside a transaction it
         commits by itself, and runs again if that commit conflicts with
-        another writer's (an UPDATE of the same small table, say)."""
+        another writer's (an UPDATE of the same small table, say) or the
+        catalog is held for a moment."""
         if self._in_transaction:
             return self.con.execute(sql(name), params or [])
-        return _retry_conflicts(lambda: self.con.execute(sql(name), params or []))
+        return _run_again_when_contended(lambda: self.con.execute(sql(name), params or []), self.settings)
 
     def rows(self, name: str, params: list | tuple | None = None) -> list[tuple]:
         return self.run(name, params).fetchall()
@@ -93,9 +116,10 @@ class Catalog:
         """Run `work` in one DuckLake transaction and commit it, described in
         the lake's history by `action`, `detail` and `task_id` (see
         describe_commit; `work` may describe it better once it knows more).
-        When the commit conflicts with another writer's, `work` runs again on
-        the new snapshot (so it must decide from what it reads, not from what
-        it read before). Files `write` replaced are deleted once the commit is in."""
+        When the commit conflicts with another writer's, or the catalog is
+        held for a moment, `work` runs again on the new snapshot (so it must
+        decide from what it reads, not from what it read before). Files
+        `write` replaced are deleted once the commit is in."""
         def once() -> T:
             self.con.begin()
             self._in_transaction = True
@@ -110,7 +134,7 @@ class Catalog:
             finally:
                 self._in_transaction = False
 
-        result = _retry_conflicts(once)
+        result = _run_again_when_contended(once, self.settings)
         if write is not None:
             write.delete_replaced()
         return result
@@ -118,7 +142,7 @@ class Catalog:
     def _rollback(self) -> None:
         try:
             self.con.rollback()
-        except duckdb.TransactionException:  # a failed commit already ended it
+        except duckdb.Error:  # a failed commit already ended it
             pass
 
     def describe_commit(self, action: str, detail: str = "", *, task_id: str | None = None,
@@ -141,22 +165,71 @@ class Catalog:
         """From now on the engine opens only the catalog and the lake's table
         files: no other file, no extension, no setting changed back."""
         self.con.execute("SET allowed_directories = ?", [[self.lake.uri(TABLES_FOLDER)]])
-        if self.settings.catalog_is_embedded:
+        if _admits_one_process(self.settings):  # SQLite opens its file itself, not through the engine
             self.con.execute("SET allowed_paths = ?", [[str(self.settings.catalog_path)]])
         self.con.execute(sql("sandbox_confine"))
 
 
-def _retry_conflicts(attempt_once: Callable[[], T]) -> T:
-    """attempt_once(), again after a random and growing pause (so that the
-    writers that met do not meet again) while its commit conflicts."""
-    for attempt in range(CONFLICT_RETRIES + 1):
-        try:
-            return attempt_once()
-        except duckdb.TransactionException as exc:
-            if attempt == CONFLICT_RETRIES or "conflict" not in str(exc).lower():
-                raise
-            time.sleep(random.uniform(0.01, 0.05) * (attempt + 1))
-    raise AssertionError("unreachable")
+def _run_again_when_contended(attempt_once: Callable[[], T], settings: Settings) -> T:
+    """attempt_once(), again after a random and growing pause while its
+    commit conflicts with another writer's (up to CONFLICT_RETRIES times) or
+    the catalog is held by another connection (up to the lock timeout);
+    CatalogBusy when that does not end."""
+    try:
+        return _retrying(settings, _is_commit_conflict, CONFLICT_RETRIES + 1)(attempt_once)
+    except duckdb.Error as exc:
+        if _is_commit_conflict(exc) or is_lock_contention(exc):
+            raise _busy(settings, exc) from None
+        raise
+
+
+def _is_commit_conflict(exc: BaseException) -> bool:
+    return isinstance(exc, duckdb.TransactionException) and "conflict" in str(exc).lower()
+
+
+def _retrying(settings: Settings, is_race: Callable[[BaseException], bool], race_attempts: int) -> Retrying:
+    """Tries again after a catalog error that waiting can cure: lock
+    contention until the lock timeout has passed, a race (`is_race`) up to
+    `race_attempts` tries. The first wait for a held catalog is said on
+    stderr, as a wait for the file lock is."""
+    said = False
+
+    def give_up(state: RetryCallState) -> bool:
+        exc = state.outcome.exception()
+        if is_lock_contention(exc):
+            return state.seconds_since_start >= settings.lock_timeout
+        return state.attempt_number >= race_attempts
+
+    def say_waiting(state: RetryCallState) -> None:
+        nonlocal said
+        exc = state.outcome.exception()
+        if is_lock_contention(exc) and not said:
+            said = True
+            print(f"waiting for the catalog, {_holder_of(exc)}", file=sys.stderr)
+
+    def worth_another_try(exc: BaseException) -> bool:
+        return isinstance(exc, duckdb.Error) and (is_lock_contention(exc) or is_race(exc))
+
+    return Retrying(retry=retry_if_exception(worth_another_try), stop=give_up,
+                    wait=wait_random_exponential(multiplier=0.02, max=LONGEST_PAUSE),
+                    before_sleep=say_waiting, reraise=True)
+
+
+def _busy(settings: Settings, exc: BaseException) -> CatalogBusy:
+    return CatalogBusy(f"catalog {settings.catalog_shown} is busy: {_holder_of(exc)}; try again when it ends")
+
+
+_LOCK_HOLDER = re.compile(r"Conflicting lock is held in (?P<program>\S+) \(PID (?P<pid>\d+)\)")
+
+
+def _holder_of(exc: BaseException) -> str:
+    """Who holds the catalog, as far as the engine's words tell."""
+    text = str(exc)
+    if found := _LOCK_HOLDER.search(text):
+        return f"another program has it open (pid {found['pid']}, {Path(found['program']).name})"
+    if is_lock_contention(exc):
+        return "another connection has it locked"
+    return "other writers keep changing the same rows"
 
 
 # -- opening a session -----------------------------------------------------------
@@ -170,7 +243,7 @@ def open_catalog(settings: Settings, purpose: str = "command", *, read_only: boo
     connections to the process's shared engine; `read_only` is then a
     promise of the caller."""
     lake = Lake(settings.lake_root)
-    with _embedded_lock(settings, purpose) if settings.catalog_is_embedded else nullcontext():
+    with _session_lock(settings, purpose, read_only), _catalog_errors_said_plainly(settings):
         if confined:
             with _ENGINE.session(settings, lake) as catalog:
                 _ensure_schema(catalog)
@@ -231,14 +304,47 @@ def _user() -> str:
         return f"uid{os.getuid()}"
 
 
+def _session_lock(settings: Settings, purpose: str, read_only: bool):
+    """The embedded catalog's file lock, for the sessions that need it (see
+    the module's docstring)."""
+    if not settings.catalog_is_embedded or (read_only and settings.catalog_is_sqlite):
+        return nullcontext()
+    return _embedded_lock(settings, purpose)
+
+
+@contextmanager
+def _catalog_errors_said_plainly(settings: Settings) -> Iterator[None]:
+    """A catalog still held by another connection after the waits is said
+    as busy, and a SQLite catalog that found no room for its log files as a
+    full disk, whatever statement met it."""
+    try:
+        yield
+    except duckdb.Error as exc:
+        if is_lock_contention(exc):
+            raise _busy(settings, exc) from None
+        if settings.catalog_is_sqlite and _sqlite_out_of_room(settings, exc):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(settings.catalog_path)) from None
+        raise
+
+
+def _sqlite_out_of_room(settings: Settings, exc: duckdb.Error) -> bool:
+    """SQLite says only "disk I/O error" when it cannot grow its shared-memory
+    file (it says "database or disk is full" when a write finds no room)."""
+    return "disk i/o error" in str(exc).lower() and shutil.disk_usage(settings.catalog_path.parent).free < LOW_ROOM
+
+
+def _admits_one_process(settings: Settings) -> bool:
+    return settings.catalog_is_embedded and not settings.catalog_is_sqlite
+
+
 class _SharedEngine:
     """One in-memory DuckDB per process, with the extensions loaded once
     (loading DuckLake costs more than most sessions' work): each session is
     a connection to it, with its own transactions and temp objects. The lake
-    stays attached while sessions use it, and after them when its catalog is
-    a server's; an embedded catalog file is let go after each use, so that
-    the next command (perhaps another process) can open it. Sessions on
-    another lake than the attached one wait until it is free."""
+    stays attached while sessions use it, and after them unless its catalog
+    is a DuckDB file: that file is let go after each use, so that the next
+    command (perhaps another process) can open it. Sessions on another lake
+    than the attached one wait until it is free."""
 
     def __init__(self) -> None:
         self._changed = threading.Condition()
@@ -269,7 +375,7 @@ class _SharedEngine:
             con.close()
             with self._changed:
                 self._users -= 1
-                if not self._users and settings.catalog_is_embedded:
+                if not self._users and _admits_one_process(settings):
                     self._detach()
                 self._changed.notify_all()
 
@@ -325,7 +431,9 @@ def _use_temp_folder(con: duckdb.DuckDBPyConnection, settings: Settings) -> None
 
 
 def _attach_lake(con: duckdb.DuckDBPyConnection, settings: Settings, lake: Lake, *, read_only: bool) -> None:
-    if not settings.catalog_is_embedded:
+    if settings.catalog_is_sqlite:
+        _load_sqlite_client(con, settings)
+    elif not settings.catalog_is_embedded:
         _install_catalog_client(con, settings)
     if not lake.is_local:
         _load_extension(con, "httpfs")
@@ -333,13 +441,39 @@ def _attach_lake(con: duckdb.DuckDBPyConnection, settings: Settings, lake: Lake,
     options = [f"DATA_PATH {_literal(lake.uri(TABLES_FOLDER))}"]
     if settings.catalog_is_embedded:  # the home may have moved; a shared catalog's path must match
         options.append("OVERRIDE_DATA_PATH true")
+    if settings.catalog_is_sqlite:
+        options += _sqlite_options(settings, read_only)
     if read_only:
         options.append("READ_ONLY")
+    _refuse_a_catalog_moved_away(settings)
     try:
-        _attach(con, f"ATTACH {_literal('ducklake:' + settings.catalog_location)} AS {ALIAS} ({', '.join(options)})")
+        _attach(con, f"ATTACH {_literal('ducklake:' + settings.catalog_location)} AS {ALIAS} ({', '.join(options)})",
+                settings)
     except duckdb.IOException as exc:
+        if is_lock_contention(exc):
+            raise _busy(settings, exc) from None
         reason = redact(" ".join(str(exc).split()).rsplit(": ", 1)[-1])
         raise CatalogUnavailable(f"cannot open the catalog {settings.catalog_shown}: {reason}") from None
+
+
+def _sqlite_options(settings: Settings, read_only: bool) -> list[str]:
+    """Write-ahead-log mode (kept in the file once set) lets readers and the
+    writer work at once; in SQLite's default mode a reader's open
+    transaction stops every commit. SQLite itself waits for a lock up to
+    the lock timeout."""
+    options = [f"META_BUSY_TIMEOUT {int(settings.lock_timeout * 1000)}"]
+    if not read_only:
+        options.append("META_JOURNAL_MODE 'WAL'")
+    return options
+
+
+def _refuse_a_catalog_moved_away(settings: Settings) -> None:
+    """A process that chose the home's DuckDB-file catalog before it was
+    migrated must not create an empty one in its place."""
+    if settings.catalog_is_earlier_file and not settings.catalog_path.exists():
+        raise CatalogUnavailable(f"the catalog {settings.catalog_path} was migrated to "
+                                 f"{settings.catalog_path.with_name(DEFAULT_CATALOG_FILE)} since this command "
+                                 "started: run it again")
 
 
 def _load_extension(con: duckdb.DuckDBPyConnection, name: str) -> None:
@@ -348,22 +482,30 @@ def _load_extension(con: duckdb.DuckDBPyConnection, name: str) -> None:
     con.execute(f"LOAD {_literal(_extension_file(name))}")
 
 
-def _attach(con: duckdb.DuckDBPyConnection, statement: str) -> None:
+def _attach(con: duckdb.DuckDBPyConnection, statement: str, settings: Settings) -> None:
     """Processes that meet a fresh shared catalog race to create DuckLake's
-    own tables in it; the losers attach again to the winner's."""
-    for attempt in range(ATTACH_ATTEMPTS):
-        try:
-            con.execute(statement)
-            return
-        except duckdb.Error as exc:
-            if attempt == ATTACH_ATTEMPTS - 1 or "already exists" not in str(exc):
-                raise
-            time.sleep(random.uniform(0.05, 0.2))
+    own tables in it; the losers attach again to the winner's. A catalog
+    another program holds (a DuckDB file it has open) is waited for."""
+    _retrying(settings, lambda exc: "already exists" in str(exc), ATTACH_ATTEMPTS)(con.execute, statement)
 
 
 def _extension_file(name: str) -> str:
     package = files(import_module(f"duckdb_extension_{name}"))
     return str(package / "extensions" / f"v{duckdb.__version__}" / f"{name}.duckdb_extension")
+
+
+def _load_sqlite_client(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
+    """DuckDB's SQLite client, loaded from its package through a link under
+    its own name in the home (INSTALL would copy its 35 MB into every home)."""
+    folder = Path(settings.home) / "extensions"
+    link, target = folder / SQLITE_CLIENT_FILE, Path(_extension_file("sqlite"))
+    if not (link.is_symlink() and link.resolve() == target.resolve()):
+        folder.mkdir(parents=True, exist_ok=True)
+        fresh = folder / f".{SQLITE_CLIENT_FILE}.{os.getpid()}.{threading.get_ident()}"
+        fresh.unlink(missing_ok=True)
+        fresh.symlink_to(target)
+        os.replace(fresh, link)  # whole: another process may be loading it
+    con.execute(f"LOAD {_literal(str(link))}")
 
 
 def _install_catalog_client(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:

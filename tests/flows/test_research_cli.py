@@ -125,3 +125,18 @@ def test_run_stopped_by_a_gate_exits_1_and_names_the_gate(research_cli, lake, sh
     assert "GateAbort" not in done.stdout + done.stderr
     (row,) = lake.dicts("SELECT status, error FROM runs WHERE task_id = 'cli-few'")
     assert row["status"] == "failed" and "--library" in row["error"]
+
+
+def test_a_reader_holding_the_catalog_does_not_stop_a_research_run(research_cli, lake, settings, outside_reader,
+                                                                   shared_prefect_home, monkeypatch):
+    monkeypatch.setenv("PREFECT_HOME", str(shared_prefect_home))
+    assert lake.count("runs") == 0  # the catalog exists for the reader to attach
+    reader = outside_reader(settings.catalog_location)
+    reader.say("BEGIN")  # a snapshot held open for the whole run, from its first read
+    assert reader.count("consolidated") == 0
+    done = research_cli.run("research", QUESTION, "--library", str(research_cli.library), "--target", "2",
+                            "--task-id", "cli-read", timeout=120, SEARCHLAKE_MAX_QUERIES_PER_INTENT="1")
+    assert done.returncode == 0, done.stderr
+    assert reader.count("consolidated") == 0
+    reader.say("COMMIT")
+    assert reader.count("consolidated") == lake.count("consolidated") > 0

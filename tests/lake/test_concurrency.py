@@ -1,5 +1,6 @@
 """Two searchlake processes on one lake at the same moment: the second waits
-its turn, or says plainly that the catalog is busy. Threads of one process
+its turn, or says plainly that the catalog is busy; on the SQLite catalog a
+reading command does not wait for a writing one. Threads of one process
 wait for each other: a process is never busy against itself."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import time
 import pytest
 
 from tasks.lake.catalog import CatalogBusy, open_catalog
+from tests.conftest import LakeDriver
 
 
 def finish(proc: subprocess.Popen, timeout: float = 60) -> tuple[int, str, str]:
@@ -82,14 +84,24 @@ def test_an_ingest_and_a_consolidate_at_once_leave_a_consistent_lake(cli, lake, 
     assert_lake_is_settled(lake)
 
 
-@pytest.mark.parametrize("command", [["ingest", "{inbox}"], ["consolidate", "--task-id", "t1"],
-                                     ["sql", "select count(*) from bundles"]])
+@pytest.mark.parametrize("command", [["ingest", "{inbox}"], ["consolidate", "--task-id", "t1"]])
 def test_a_busy_catalog_is_reported_plainly(cli, lake, inbox, new_bundle, new_item, hold_catalog,
                                             error_lines_of, command):
     lake.ingest(inbox.write(new_bundle("q1", [new_item("https://a.example/")])))
     holder = hold_catalog()
     args = [arg.format(inbox=inbox.folder) for arg in command]
+    assert_busy_then_free(cli, args, holder, error_lines_of)
 
+
+def test_sql_on_a_busy_duckdb_file_catalog_is_reported_plainly(cli, duckdb_file_home, inbox, new_bundle, new_item,
+                                                               hold_catalog, error_lines_of):
+    # A DuckDB file admits one process, readers included.
+    LakeDriver(duckdb_file_home).ingest(inbox.write(new_bundle("q1", [new_item("https://a.example/")])))
+    holder = hold_catalog()
+    assert_busy_then_free(cli, ["sql", "select count(*) from bundles"], holder, error_lines_of)
+
+
+def assert_busy_then_free(cli, args: list[str], holder, error_lines_of) -> None:
     started = time.monotonic()
     done = cli.run(*args, SEARCHLAKE_LOCK_TIMEOUT="0.5")
     waited = time.monotonic() - started
@@ -101,6 +113,15 @@ def test_a_busy_catalog_is_reported_plainly(cli, lake, inbox, new_bundle, new_it
     holder.kill()  # a holder that dies without cleaning up must not wedge the lake
     # Once the holder is gone the same command goes through.
     assert cli.run(*args, SEARCHLAKE_LOCK_TIMEOUT="5").returncode == 0
+
+
+def test_sql_reads_a_sqlite_catalog_while_a_searchlake_writer_holds_it(cli, lake, inbox, new_bundle, new_item,
+                                                                       hold_catalog):
+    lake.ingest(inbox.write(new_bundle("q1", [new_item("https://a.example/")])))
+    holder = hold_catalog()
+    done = cli.run("sql", "select count(*) as n from bundles", "--format", "csv", SEARCHLAKE_LOCK_TIMEOUT="0.5")
+    assert (done.returncode, done.stdout) == (0, "n\n1\n"), done.stderr
+    holder.release()
 
 
 # -- threads of one process ------------------------------------------------------

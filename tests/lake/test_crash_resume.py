@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pytest
 
+from tasks.common.settings import Settings
+
 TASK = "big"
 BUNDLES = 150
 ITEMS = 100
@@ -91,7 +93,8 @@ class Moments:
     clock, so they land inside each step whatever the machine's load."""
 
     def __init__(self, home: Path):
-        self.holder_file = home / "catalog.ducklake.holder"
+        catalog = Settings(home=home).catalog_path
+        self.holder_file = catalog.with_name(catalog.name + ".holder")
         self.lake = home / "lake"
         self.holder_file.unlink(missing_ok=True)  # the copied lake's last holder is history
         self.files_before = {table: self._files(table) for table in ("results", "consolidated")}

@@ -1,35 +1,28 @@
 """A dashboard reads the lake with no searchlake code: plain DuckDB with the
-DuckLake extension attaches the catalog read-only (Polars takes the rows
-from there), and sees exactly what analysts see through `searchlake sql`,
-including the rows of small commits that DuckLake keeps inside the catalog
-rather than in Parquet files. The README's snippet for it runs here as
-written."""
+DuckLake and SQLite extensions attaches the catalog read-only (Polars takes
+the rows from there), and sees exactly what analysts see through `searchlake
+sql`, including the rows of small commits that DuckLake keeps inside the
+catalog rather than in Parquet files. The README's snippet for it runs here
+as written."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
 
-import duckdb
 import polars as pl
+import pytest
+from tests.outside_reader import outside_connection
 
 
-def ducklake_extension() -> str:
-    package = Path(next(iter(importlib.util.find_spec("duckdb_extension_ducklake").submodule_search_locations)))
-    return str(package / "extensions" / f"v{duckdb.__version__}" / "ducklake.duckdb_extension")
+@pytest.fixture
+def dashboard_connection(settings, tmp_path):
+    return lambda: outside_connection(settings.catalog_location, tmp_path / "dashboard-extensions")
 
 
-def dashboard_connection(catalog_file: Path) -> duckdb.DuckDBPyConnection:
-    con = duckdb.connect()
-    con.execute(f"LOAD '{ducklake_extension()}'")
-    con.execute(f"ATTACH 'ducklake:{catalog_file}' AS lake (READ_ONLY)")
-    return con
-
-
-def test_a_dashboard_reads_consolidated_and_results(lake, inbox, new_bundle, new_item, settings):
+def test_a_dashboard_reads_consolidated_and_results(lake, inbox, new_bundle, new_item, dashboard_connection):
     inbox.write(new_bundle("q1", [new_item("https://a.example/1", 0.9), new_item("https://b.example/2", 0.4)]))
     inbox.write(new_bundle("q2", [new_item("https://b.example/2", 0.8), new_item("https://c.example/3", 0.7)]))
     inbox.write(new_bundle("q1", [new_item(f"https://d.example/{n}", 0.5) for n in range(30)], task_id="t2"),
@@ -40,8 +33,7 @@ def test_a_dashboard_reads_consolidated_and_results(lake, inbox, new_bundle, new
 
     through_sql = lake.dicts("select task_id, source_id, url, final_rank, seen_count from consolidated "
                              "order by task_id, final_rank")
-    # An embedded catalog admits one process at a time: the dashboard reads between searchlake commands.
-    con = dashboard_connection(settings.catalog_path)
+    con = dashboard_connection()
     consolidated = con.sql("SELECT task_id, source_id, url, final_rank, seen_count FROM lake.consolidated").pl()
     consolidated = consolidated.sort("task_id", "final_rank")
     assert consolidated.to_dicts() == through_sql
@@ -54,16 +46,16 @@ def test_a_dashboard_reads_consolidated_and_results(lake, inbox, new_bundle, new
     con.close()
 
 
-def test_a_dashboard_can_look_back_at_an_earlier_snapshot(lake, inbox, new_bundle, new_item, settings):
+def test_a_dashboard_can_look_back_at_an_earlier_snapshot(lake, inbox, new_bundle, new_item, dashboard_connection):
     lake.ingest(inbox.write(new_bundle("q1", [new_item("https://a.example/1", 0.9)])))
     lake.consolidate()
-    con = dashboard_connection(settings.catalog_path)
+    con = dashboard_connection()
     before = con.sql("SELECT max(snapshot_id) FROM lake.snapshots()").fetchone()[0]
     con.close()
     lake.ingest(inbox.write(new_bundle("q2", [new_item("https://b.example/2", 0.95)])))
     lake.consolidate()
 
-    con = dashboard_connection(settings.catalog_path)
+    con = dashboard_connection()
     then = con.sql(f"SELECT url FROM lake.consolidated AT (VERSION => {before}) ORDER BY final_rank").fetchall()
     now = con.sql("SELECT url FROM lake.consolidated ORDER BY final_rank").fetchall()
     con.close()

@@ -14,7 +14,7 @@ import pytest
 from tasks.common.settings import Settings
 from tasks.lake.catalog import open_catalog
 from tasks.lake.query import NotReadOnly, QueryTimedOut, run_analyst_query
-from tests.lake.test_dashboard_read import ducklake_extension
+from tests.outside_reader import outside_connection
 
 
 @pytest.fixture
@@ -30,8 +30,16 @@ def analyst(settings, query: str):
 
 
 def snapshot(home: Path) -> dict[str, str]:
+    """Every file under the home, less the locks and what SQLite's readers
+    keep beside the catalog (its shared-memory index, an empty log)."""
     return {str(p.relative_to(home)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(home.rglob("*")) if p.is_file() and not p.name.endswith((".lock", ".holder"))}
+            for p in sorted(home.rglob("*")) if p.is_file() and not p.name.endswith((".lock", ".holder", "-shm"))
+            and not (p.name.endswith("-wal") and p.stat().st_size == 0)}
+
+
+def catalog_files(settings) -> list[Path]:
+    catalog = Path(settings.catalog_path)
+    return [catalog, *(catalog.with_name(catalog.name + suffix) for suffix in (".wal", "-wal", "-shm"))]
 
 
 def writing_statements(target: str) -> list[str]:
@@ -45,14 +53,16 @@ def writing_statements(target: str) -> list[str]:
         copy,
         f"select 1; {copy}",
         f"export database '{target}.d'",
+        # the SQLite client (loaded to read a SQLite catalog) opens files itself, past the engine's file limits
+        f"attach '{target}.sqlite' as w (type sqlite); create table w.t as select 42 as x",
+        f"call sqlite_attach('{target}.sqlite')",
     ]
 
 
 def test_no_statement_writes_a_file_anywhere(landed, settings, tmp_path):
     home = Path(settings.home)
     inside_tables = home / "lake" / "tables" / "main" / "consolidated" / "written.parquet"
-    targets = [tmp_path / "outside.csv", inside_tables, Path(settings.catalog_path),
-               Path(str(settings.catalog_path) + ".wal")]
+    targets = [tmp_path / "outside.csv", inside_tables, *catalog_files(settings)]
     before = snapshot(home)
     for target in targets:
         for statement in writing_statements(str(target)):
@@ -72,12 +82,14 @@ def test_no_statement_writes_a_file_anywhere(landed, settings, tmp_path):
     "select * from read_parquet('{outside}')",
     "select * from '{outside}'",
     "attach '{outside}' as other",
+    "select * from sqlite_scan('{catalog}', 'ducklake_snapshot')",
+    "select * from sqlite_query('{catalog}', 'select 1')",
 ])
 def test_files_outside_the_lake_cannot_be_read(landed, settings, tmp_path, statement):
     outside = tmp_path / "secret.parquet"
     landed.rows(f"copy (select 'secret' as s) to '{outside}'")
     with pytest.raises(NotReadOnly) as refused:
-        analyst(settings, statement.format(outside=outside))
+        analyst(settings, statement.format(outside=outside, catalog=settings.catalog_path))
     assert "only reads" in str(refused.value)
 
 
@@ -142,9 +154,7 @@ def test_queries_over_every_view_still_run(landed, settings):
 def test_a_view_that_reads_what_analysts_may_not_is_refused(landed, settings, definition):
     """The views are the catalog's, and a shared catalog has other writers:
     a documented view redefined to read the engine is refused, never run."""
-    con = duckdb.connect()
-    con.execute(f"LOAD '{ducklake_extension()}'")
-    con.execute(f"ATTACH 'ducklake:{settings.catalog_path}' AS lake")
+    con = outside_connection(settings.catalog_location, Path(settings.home) / "other-writer", read_only=False)
     con.execute("CREATE VIEW lake.main.bundles_of_mine AS SELECT 1 AS query_id")
     con.execute(f"CREATE OR REPLACE VIEW lake.main.bundles AS {definition}")
     con.close()
@@ -163,9 +173,7 @@ def test_a_view_that_reads_what_analysts_may_not_is_refused(landed, settings, de
 def test_a_lake_macro_that_reads_what_analysts_may_not_is_refused(landed, settings, definition):
     """url_domain() is the catalog's too, and runs inside the views that call
     it: redefined to read anything, it is refused, never run."""
-    con = duckdb.connect()
-    con.execute(f"LOAD '{ducklake_extension()}'")
-    con.execute(f"ATTACH 'ducklake:{settings.catalog_path}' AS lake")
+    con = outside_connection(settings.catalog_location, Path(settings.home) / "other-writer", read_only=False)
     con.execute(f"CREATE OR REPLACE {definition}")
     con.close()
     for query in ["select domain from report_citations", "select url_domain(url) from results", "select 1"]:
