@@ -8,7 +8,6 @@ import hashlib
 import socket
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from tasks.common.settings import Settings
