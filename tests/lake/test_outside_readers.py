@@ -150,7 +150,7 @@ def test_a_program_holding_a_duckdb_file_catalog_is_waited_for(cli, duckdb_file_
     reader = outside_reader(duckdb_file_home.catalog_location)
 
     ingest = cli.popen("ingest", str(inbox.folder / "second"), SEARCHLAKE_LOCK_TIMEOUT="120")
-    said = ingest.stderr.readline()
+    said = next(line for line in iter(ingest.stderr.readline, "") if not line.startswith("note:"))
     assert said.startswith(f"waiting for the catalog, another program has it open (pid {reader.pid}, python"), said
     reader.close()
     out, err = ingest.communicate(timeout=120)
