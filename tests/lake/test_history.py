@@ -9,16 +9,17 @@ import getpass
 import json
 import re
 import socket
+from pathlib import Path
 
 from tasks.common.settings import Settings
 from tests.conftest import LakeDriver
-from tests.lake.test_dashboard_read import dashboard_connection
+from tests.outside_reader import outside_connection
 
 ME = f"{getpass.getuser()}@{socket.gethostname()}"
 
 
-def snapshots(catalog_file) -> list[dict]:
-    con = dashboard_connection(catalog_file)
+def snapshots(settings: Settings) -> list[dict]:
+    con = outside_connection(settings.catalog_location, Path(settings.home) / "outside-extensions")
     try:
         rows = con.sql("SELECT snapshot_id, author, commit_message, commit_extra_info FROM lake.snapshots() "
                        "WHERE snapshot_id > 0 ORDER BY 1").fetchall()
@@ -40,7 +41,7 @@ def fill(cli, inbox, new_bundle, new_item) -> None:
 
 def test_every_commit_names_its_author_and_says_what_it_did(cli, inbox, new_bundle, new_item, settings):
     fill(cli, inbox, new_bundle, new_item)
-    commits = snapshots(settings.catalog_path)
+    commits = snapshots(settings)
     assert commits and all(c["author"] == ME and c["message"] for c in commits), commits
     messages = [c["message"] for c in commits]
     assert messages[0].startswith("schema: tables and views of version ")
