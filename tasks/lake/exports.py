@@ -15,8 +15,6 @@ with no rows left has no file.
 from __future__ import annotations
 
 import io
-import os
-import uuid
 
 import pyarrow.parquet as pq
 
@@ -40,7 +38,7 @@ def refresh_exports(catalog: Catalog, task_id: str, tables: tuple[str, ...] = EX
         rows = catalog.con.execute(sql(f"export_{table}"), [task_id]).to_arrow_table()
         rows = rows.drop_columns(["task_id"])
         if rows.num_rows:
-            _publish(catalog, export_key(table, task_id), _parquet(rows))
+            catalog.lake.write_bytes(export_key(table, task_id), _parquet(rows), staging=STAGING)
         else:
             catalog.lake.delete(export_key(table, task_id))
 
@@ -49,23 +47,3 @@ def _parquet(rows) -> bytes:
     buffer = io.BytesIO()
     pq.write_table(rows, buffer, compression="zstd")
     return buffer.getvalue()
-
-
-def _publish(catalog: Catalog, key: str, data: bytes) -> None:
-    """The file replaced at once: an object store's put is atomic; on a
-    folder, the new file is written aside and renamed over the old."""
-    lake = catalog.lake
-    if not lake.is_local:
-        lake.write_bytes(key, data)
-        return
-    staged = f"{lake.root}/{STAGING}/{uuid.uuid4().hex}.parquet"
-    target = f"{lake.root}/{key}"
-    os.makedirs(os.path.dirname(staged), exist_ok=True)
-    os.makedirs(os.path.dirname(target), exist_ok=True)
-    try:
-        with open(staged, "wb") as handle:
-            handle.write(data)
-        os.replace(staged, target)
-    finally:
-        if os.path.exists(staged):
-            os.remove(staged)

@@ -62,8 +62,10 @@ class Lake:
     def exists(self, key: str) -> bool:
         return self.fs.exists(self._path(key))
 
-    def write_bytes(self, key: str, data: bytes) -> None:
-        """Write the file whole: readers see the old content or the new, never a part."""
+    def write_bytes(self, key: str, data: bytes, staging: str | None = None) -> None:
+        """Write the file whole: readers see the old content or the new, never a part.
+        On a folder the new content is written aside and renamed over the old,
+        beside the file or under the key `staging` (for folders readers list)."""
         path = self._path(key)
         self.fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
         if not self.is_local:  # an object store's put is atomic
@@ -71,6 +73,9 @@ class Lake:
                 handle.write(data)
             return
         partial = f"{path}.{uuid.uuid4().hex}.part"
+        if staging is not None:
+            os.makedirs(self._path(staging), exist_ok=True)
+            partial = f"{self._path(staging)}/{uuid.uuid4().hex}.part"
         try:
             with open(partial, "wb") as handle:
                 handle.write(data)
