@@ -139,7 +139,7 @@ class Settings(BaseSettings):
     serve_max_body_bytes: int = Field(default=1_000_000, ge=1024,
                                       description="`serve` refuses a request body larger than this (413)")
     serve_token: SecretStr | None = Field(default=None, description=(
-        "Every request to `serve` must carry it; needed to serve beyond the loopback"))
+        f"Every request to `serve` must carry it ({MIN_SERVE_TOKEN}+ characters); needed to serve beyond the loopback"))
     serve_allowed_hosts: Annotated[list[str], NoDecode] = Field(default=[], description=(
         "Host names `serve` answers to besides the loopback ones and its address (comma list)"))
     serve_libraries: Annotated[list[Path], NoDecode] = Field(default=[], description=(
