@@ -1,6 +1,6 @@
 """Everything that watches a research run, fed from one place: the trace
-(JSONL + run_events, spec 003), the progress events (JSONL for `serve`,
-spec 002), and the terminal when a person is watching."""
+(JSONL + run_events), the progress events (JSONL for `serve`; docs/web.md),
+and the terminal when a person is watching."""
 
 from __future__ import annotations
 

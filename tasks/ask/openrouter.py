@@ -1,4 +1,4 @@
-"""The OpenRouter side of an ask (spec 004): the chat-completions request
+"""The OpenRouter side of an ask (docs/ask.md): the chat-completions request
 with web search turned on, sent with at most one retry, and the completion
 read back into its answer, `url_citation` annotations and usage.
 

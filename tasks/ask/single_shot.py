@@ -1,4 +1,4 @@
-"""Single-shot "search + summary" (spec 004): one OpenRouter chat completion
+"""Single-shot "search + summary" (docs/ask.md): one OpenRouter chat completion
 with web search turned on returns both the answer and its `url_citation`
 annotations, so no separate search round and summary round are needed.
 
@@ -48,7 +48,7 @@ log = logging.getLogger(__name__)
 
 PROVIDER = "openrouter"
 ASK_STEP = "search_summary"
-ASK_STEPS = [(ASK_STEP, 1.0, "搜索+摘要 search + summary")]  # spec 004 FR-016: one step, not two
+ASK_STEPS = [(ASK_STEP, 1.0, "搜索+摘要 search + summary")]  # one step, not "search" then "summary"
 RESPONSE_FILE = "openrouter_response.json"
 
 
@@ -226,7 +226,8 @@ def _record(settings: Settings, plan: AskPlan, ex: Exchange, outcome: Outcome, b
 
 
 def _log(plan: AskPlan, ex: Exchange, outcome: Outcome) -> None:
-    """The observability line of spec 004 FR-010; never the key or the body."""
+    """One line per ask: request count, engine, context size, max_results, citations,
+    failure reason; never the key or the body."""
     level = logging.INFO if outcome.status == "ok" and outcome.citations else logging.WARNING
     log.log(level, "ask %s task=%s status=%s requests=%d engine=%s mode=%s context=%s max_results=%d "
             "citations=%d no_citations=%s cost=%s reason=%s", plan.message_id, plan.task_id, outcome.status,

@@ -1,4 +1,4 @@
-"""The filter stages of the governed pipeline (spec 003 Stages 3-6) over the
+"""The filter stages of the governed pipeline (docs/research.md, steps 7 and 9) over the
 consolidated sources of a task:
 
   hard_filter           rules that need no judgement: duplicates, no title or

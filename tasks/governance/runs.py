@@ -1,4 +1,4 @@
-"""The record of a governed run (spec 003 §7-8): one `runs` row from start to
+"""The record of a governed run (docs/research.md): one `runs` row from start to
 finish, every stage and gate event both as a line of the run's trace.jsonl
 and as a `run_events` row, and the outcome (`selections`, `drops`,
 `publishers`, `publisher_sources`). Tables: sql/schema_60_governance.sql;
@@ -364,7 +364,7 @@ def _read_lines(path: Path) -> list[dict]:
 
 @dataclass
 class RunSummary:
-    """What a run prints at its end (spec 003 §7, RunSummary)."""
+    """What a run prints at its end: trace id, policy source, counts, stage history, outputs."""
 
     trace_id: str
     task_id: str
@@ -380,7 +380,7 @@ class RunSummary:
 
     @property
     def exit_code(self) -> int:
-        """0 for a complete run, 1 otherwise (spec 003 ⑧)."""
+        """0 for a complete run, 1 otherwise (failed, timed out, interrupted)."""
         return 0 if self.status == "complete" else 1
 
     def lines(self) -> list[str]:

@@ -1,4 +1,4 @@
-"""Reporting (spec 002's ReportAgent): synthesis + blueprint → ResearchReport
+"""Reporting (docs/reports.md): synthesis + blueprint → ResearchReport
 (markdown, outline, cited sources, metadata), saved as report.md, report.json
 and report.html (rendered by tasks.reporting.html), published to the lake
 together with a `reports` catalog row, and loaded back.

@@ -1,5 +1,5 @@
 """Synthesis: a task's consolidated sources → cited insights, key data
-points, contradictions and gaps (spec 001's synthesis agent). This is the
+points, contradictions and gaps (docs/reports.md). This is the
 interface flows call: it loads a task's sources and picks a synthesizer.
 
 Two synthesizers share one signature, `(sources, question, plan)`:
@@ -31,7 +31,7 @@ from tasks.common.llm import LLMConfig, LLMError
 from tasks.synthesis.base import Source
 from tasks.synthesis.llm_synthesis import llm_synthesis
 
-DEFAULT_MAX_SOURCES = 30  # spec 001: at most 10 per source kind, 30 in all
+DEFAULT_MAX_SOURCES = 30  # at most 10 per source kind, 30 in all: enough evidence, a bounded prompt
 
 
 # -- a task's sources and question ---------------------------------------------

@@ -1,6 +1,6 @@
 """SearXNG (self-hosted metasearch): GET {SEARXNG_URL}/search?format=json.
 
-Two quirks shape this module (spec/providers.md §6):
+Two quirks of SearXNG's JSON API shape this module:
 - JSON output must be enabled in the instance's settings.yml
   (`search.formats`); otherwise it answers 403, reported as `json_disabled`.
 - When every engine fails the answer is still HTTP 200 with no results and
