@@ -25,7 +25,6 @@ import json
 import logging
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -51,10 +50,6 @@ OUTPUT_FILE = "output.json"
 FINAL_STATUSES = ("complete", "failed", "timed_out")
 INTERRUPTED = "interrupted"  # its process ended before it did (killed, crashed, the machine stopped)
 EVENT_KINDS = ("stage", "gate", "run")
-
-
-def new_trace_id() -> str:
-    return str(uuid.uuid4())
 
 
 def _now() -> datetime:
@@ -104,9 +99,10 @@ def run_started(trace_id: str, task_id: str, question: str, demand_id: str | Non
     process that runs it (this one unless told); committing it again for
     the same trace changes nothing."""
     process = process or ProcessIdentity.current()
-    params = [trace_id, task_id, question, demand_id, policy_source, _json(budget.to_dict()),
-              _json(policy.to_dict()) if policy else None, process.host, process.pid, process.started,
-              current_flow_run(), trace_id]
+    params = {"trace_id": trace_id, "task_id": task_id, "question": question, "demand_id": demand_id,
+              "policy_source": policy_source, "budget": _json(budget.to_dict()),
+              "policy": _json(policy.to_dict()) if policy else None, "host": process.host, "pid": process.pid,
+              "process_started": process.started, "flow_run_id": current_flow_run()}
     return RunRecord("run started", lambda cat: cat.run("run_start", params), task_id=task_id)
 
 
@@ -125,8 +121,10 @@ def run_finished(trace_id: str, status: str, *, candidate_count: int = 0, filter
     if status not in FINAL_STATUSES:
         raise ValueError(f"run status {status!r} is not one of {', '.join(FINAL_STATUSES)}")
     history = [s.to_dict() if isinstance(s, StageRecord) else dict(s) for s in stage_history]
-    params = [status, candidate_count, filtered_count, publisher_count, round(float(elapsed_seconds), 3),
-              _json(history), _json(dict(outputs or {})), error, trace_id]
+    params = {"status": status, "candidate_count": candidate_count, "filtered_count": filtered_count,
+              "publisher_count": publisher_count, "elapsed_seconds": round(float(elapsed_seconds), 3),
+              "stage_history": _json(history), "outputs": _json(dict(outputs or {})), "error": error,
+              "trace_id": trace_id}
     return RunRecord(f"run {status}", lambda cat: cat.run("run_finish", params), trace_id=trace_id,
                      detail=f"{counted(candidate_count, 'candidate')}, {filtered_count} selected")
 
@@ -199,17 +197,20 @@ def record_outcome(settings: Settings, trace_id: str, task_id: str, selections: 
 
 def _insert_outcome(cat: Catalog, trace_id: str, task_id: str, selections: Sequence[Candidate],
                     drops: Sequence[Drop], publishers: Sequence[Publisher]) -> None:
-    ids = [trace_id, task_id]
-    cat.run("selection_insert", ids + [[c.source_id for c in selections], [c.url for c in selections],
-                                       [c.title for c in selections], [c.quality for c in selections],
-                                       list(range(1, len(selections) + 1))])
-    cat.run("drop_insert", ids + [[d.source_id for d in drops], [d.url for d in drops], [d.title for d in drops],
-                                  [d.stage for d in drops], [d.reason for d in drops]])
-    cat.run("publisher_insert", ids + [[p.publisher for p in publishers], [p.article_count for p in publishers],
-                                       [_json(p.sample_titles) for p in publishers],
-                                       [_json(p.source_urls) for p in publishers]])
+    ids = {"trace_id": trace_id, "task_id": task_id}
+    cat.run("selection_insert", ids | {
+        "source_ids": [c.source_id for c in selections], "urls": [c.url for c in selections],
+        "titles": [c.title for c in selections], "qualities": [c.quality for c in selections],
+        "ranks": list(range(1, len(selections) + 1))})
+    cat.run("drop_insert", ids | {
+        "source_ids": [d.source_id for d in drops], "urls": [d.url for d in drops], "titles": [d.title for d in drops],
+        "stages": [d.stage for d in drops], "reasons": [d.reason for d in drops]})
+    cat.run("publisher_insert", ids | {
+        "publishers": [p.publisher for p in publishers], "article_counts": [p.article_count for p in publishers],
+        "sample_titles": [_json(p.sample_titles) for p in publishers],
+        "source_urls": [_json(p.source_urls) for p in publishers]})
     pairs = [(p.publisher, s) for p in publishers for s in p.source_ids]
-    cat.run("publisher_source_insert", ids + [[p for p, _ in pairs], [s for _, s in pairs]])
+    cat.run("publisher_source_insert", [trace_id, task_id, [p for p, _ in pairs], [s for _, s in pairs]])
 
 
 # -- the trace --------------------------------------------------------------------
@@ -303,10 +304,11 @@ class TraceLog:
             sent = {seq for (seq,) in cat.rows("run_event_seqs", [self.trace_id])}
             lines = [line for line in lines if line["seq"] not in sent]
         if lines:
-            cat.run("run_event_insert", [self.trace_id, self.task_id, [e["seq"] for e in lines],
-                                         [e["at"] for e in lines], [e["kind"] for e in lines],
-                                         [e["name"] for e in lines], [e["status"] for e in lines],
-                                         [_json(e["detail"]) for e in lines]])
+            cat.run("run_event_insert", {
+                "trace_id": self.trace_id, "task_id": self.task_id, "seqs": [e["seq"] for e in lines],
+                "ats": [e["at"] for e in lines], "kinds": [e["kind"] for e in lines],
+                "names": [e["name"] for e in lines], "statuses": [e["status"] for e in lines],
+                "details": [_json(e["detail"]) for e in lines]})
 
     def gate(self, result: GateResult) -> dict:
         return self.event("gate", result.gate, result.outcome, {"reason": result.reason, **result.metrics})
