@@ -33,7 +33,8 @@ from tasks.lake.catalog import Catalog, commit_scope, current_flow_run, open_cat
 from tasks.lake.exports import refresh_exports
 from tasks.lake.files import Lake, LakeWrite
 from tasks.lake.validation import (FileRoots, ReadyBundle, Refusal, Submission, expand_paths, item_columns,
-                                   library_roots, prepared, read_submissions, same_document, workers_for)
+                                   library_roots, read_submissions, same_document)
+from tasks.lake.validation_pool import prepared, workers_for
 
 BATCH_ITEMS = 250_000
 _DIGITS = re.compile(r"\d+")
@@ -354,11 +355,12 @@ def _record_replaced(cat: Catalog, write: LakeWrite, replacing: list[tuple[Ready
 
 def _record_quarantined(cat: Catalog, quarantined: list[tuple[Refusal, str | None]]) -> None:
     for refusal, stored in quarantined:
-        cat.run("quarantine_add", [
-            refusal.source, stored, _sha(refusal.raw), refusal.task_id, refusal.query_id,
-            refusal.reason, refusal.field, refusal.item_index, refusal.message,
-            json.dumps(list(refusal.errors)),
-        ])
+        cat.run("quarantine_add", {
+            "source_path": refusal.source, "stored_path": stored, "sha256": _sha(refusal.raw),
+            "task_id": refusal.task_id, "query_id": refusal.query_id, "reason": refusal.reason,
+            "field": refusal.field, "item_index": refusal.item_index, "message": refusal.message,
+            "errors": json.dumps(list(refusal.errors)),
+        })
 
 
 # -- Arrow rows -------------------------------------------------------------
