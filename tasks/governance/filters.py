@@ -26,6 +26,7 @@ from typing import Any
 import httpx
 
 from schemas.governance import LOCAL_LIBRARY, Drop, Policy, Publisher
+from schemas.timestamps import to_utc
 from schemas.urls import UnsafeURL, check_lake_url, domain_of, normalize_url, url_scheme
 from tasks.lake.catalog import Catalog
 from tasks.common.settings import Settings
@@ -104,7 +105,7 @@ def hard_filter(cands: Sequence[Candidate], now: datetime | None = None) -> Stag
     that is not http(s) or file: (the user's library is legitimate), a
     publication date in the future (beyond a day of slack) or before 1900;
     then duplicates by normalized URL, the first (best-ranked) one kept."""
-    now = _utc(now or datetime.now(timezone.utc))
+    now = to_utc(now or datetime.now(timezone.utc))
     out = StageOutput(kept=[])
     first_of: dict[str, Candidate] = {}
     for c in cands:
@@ -132,7 +133,7 @@ def _unusable(c: Candidate, now: datetime) -> str | None:
         scheme = url_scheme(c.url) or "none"
         return f"URL scheme {scheme!r} is not http, https or file" if scheme not in ("http", "https") else "URL has no host"
     if c.published_at is not None:
-        published = _utc(c.published_at)
+        published = to_utc(c.published_at)
         if published > now + FUTURE_SLACK:
             return f"publication date {published.date().isoformat()} is in the future"
         if published < EARLIEST:
@@ -140,8 +141,6 @@ def _unusable(c: Candidate, now: datetime) -> str | None:
     return None
 
 
-def _utc(moment: datetime) -> datetime:
-    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
 
 
 # -- Stage 4: coarse filter ---------------------------------------------------
