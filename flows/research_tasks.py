@@ -6,7 +6,6 @@ from __future__ import annotations
 import threading
 import time
 
-from flows import common  # noqa: F401  (sets Prefect defaults before import)
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
