@@ -22,8 +22,8 @@ from tasks.common.settings import Settings
 from tasks.governance.gates import build_output
 from tasks.governance.filters import Candidate, aggregate_publishers
 from tasks.common.processes import ProcessIdentity
-from tasks.governance.runs import (RunSummary, TraceLog, close_dead_runs, finish_run, record_outcome,
-                                   start_run, trace_path)
+from tasks.governance.runs import RunSummary, close_dead_runs, finish_run, record_outcome, start_run
+from tasks.governance.trace import TraceLog, trace_path
 
 TASK = "t1"
 
@@ -269,7 +269,8 @@ DYING_RUN = """
 import os, signal, sys
 from schemas.governance import Budget
 from tasks.common.settings import Settings
-from tasks.governance.runs import TraceLog, start_run
+from tasks.governance.runs import start_run
+from tasks.governance.trace import TraceLog
 settings = Settings()
 start_run(settings, sys.argv[1], "t1", "Why?", None, "default", Budget())
 TraceLog(settings, "t1", sys.argv[1]).run("running")
