@@ -7,7 +7,8 @@ of the batch still lands.
 
 Bundles are read and validated by tasks.lake.validation, in worker processes for
 large sets of files; a full batch then lands in a thread while the workers go
-on with the next.
+on with the next. Bundles a search brings one at a time land together through
+tasks.lake.arrivals.
 """
 
 from __future__ import annotations
@@ -15,8 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import threading
-import weakref
 from collections import defaultdict
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -27,9 +26,8 @@ import pyarrow as pa
 
 from schemas import rows
 from schemas.bundle import SearchResultBundle
-from tasks.common.settings import Settings
 from tasks.common.text import counted
-from tasks.lake.catalog import Catalog, commit_scope, current_flow_run, open_catalog
+from tasks.lake.catalog import Catalog, commit_scope, current_flow_run
 from tasks.lake.exports import refresh_exports
 from tasks.lake.files import Lake, LakeWrite
 from tasks.lake.validation import (FileRoots, ReadyBundle, Refusal, Submission, expand_paths, item_columns,
@@ -91,62 +89,6 @@ def land_bundles(catalog: Catalog, bundles: Iterable[SearchResultBundle], *, sou
     subs = (Submission(f"{source}:{b.query_id}", b.model_dump_json(exclude_none=True).encode())
             for b in bundles)
     return land_submissions(catalog, subs, task_id=None, replace=replace)
-
-
-class _Arrivals:
-    """The bundles of one task waiting to land (see land_as_it_arrives)."""
-
-    def __init__(self) -> None:
-        self.guard = threading.Lock()    # over `waiting`
-        self.landing = threading.Lock()  # one landing at a time
-        self.waiting: list[_Arrival] = []
-
-
-@dataclass
-class _Arrival:
-    bundle: SearchResultBundle
-    report: LandingReport | None = None
-    error: BaseException | None = None
-
-
-# Entries go when no thread uses them any more.
-_ARRIVALS: "weakref.WeakValueDictionary[tuple[str, str, str], _Arrivals]" = weakref.WeakValueDictionary()
-_ARRIVALS_GUARD = threading.Lock()
-
-
-def land_as_it_arrives(settings: Settings, bundle: SearchResultBundle, *, source: str,
-                       purpose: str) -> LandingReport:
-    """Land a bundle this process just searched for, before returning, in
-    one commit with the bundles of the same task that other threads brought
-    meanwhile: while one commit is under way the next arrivals wait, then
-    land together. Each bundle still lands whole before its caller goes on,
-    and a search stage makes a few commits rather than one per call."""
-    with _ARRIVALS_GUARD:
-        arrivals = _ARRIVALS.setdefault((settings.catalog_location, str(settings.lake_root), bundle.task_id),
-                                        _Arrivals())
-    arrival = _Arrival(bundle)
-    with arrivals.guard:
-        arrivals.waiting.append(arrival)
-    with arrivals.landing:
-        if arrival.report is None and arrival.error is None:  # no other thread landed it meanwhile
-            with arrivals.guard:
-                batch, arrivals.waiting = arrivals.waiting, []
-            _land_arrivals(settings, batch, source, purpose)
-    if arrival.error is not None:
-        raise arrival.error
-    return arrival.report
-
-
-def _land_arrivals(settings: Settings, batch: list[_Arrival], source: str, purpose: str) -> None:
-    try:
-        with open_catalog(settings, purpose) as catalog:
-            report = land_bundles(catalog, [arrival.bundle for arrival in batch], source=source)
-    except BaseException as exc:
-        for arrival in batch:
-            arrival.error = exc
-        raise
-    for arrival in batch:
-        arrival.report = report
 
 
 def land_submissions(catalog: Catalog, submissions: Iterable[Submission | Refusal], *,
