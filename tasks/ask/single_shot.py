@@ -40,9 +40,10 @@ from tasks.lake.catalog import Catalog, commit_scope, open_catalog
 from tasks.common.settings import Settings, secret_value
 from tasks.common.text import counted
 from tasks.common.http import endpoint_url, make_client, redact
+from tasks.common.llm import choice_message
 from tasks.lake.files import Lake, LakeWrite
 from tasks.lake.landing import land_bundles
-from tasks.ask.openrouter import Exchange, Usage, choice_message, exchange, parse_citations, parse_usage, request_body
+from tasks.ask.openrouter import Exchange, Usage, exchange, parse_citations, parse_usage, request_body
 
 log = logging.getLogger(__name__)
 
