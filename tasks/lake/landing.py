@@ -30,6 +30,7 @@ from tasks.common.text import counted
 from tasks.lake.catalog import Catalog, commit_scope, current_flow_run
 from tasks.lake.exports import refresh_exports
 from tasks.lake.files import Lake, LakeWrite
+from tasks.lake.sqlfiles import records
 from tasks.lake.validation import (FileRoots, ReadyBundle, Refusal, Submission, expand_paths, item_columns,
                                    library_roots, read_submissions, same_document)
 from tasks.lake.validation_pool import prepared, workers_for
@@ -135,7 +136,7 @@ def land_submissions(catalog: Catalog, submissions: Iterable[Submission | Refusa
 @dataclass
 class _Plan:
     new: list[ReadyBundle] = field(default_factory=list)
-    replacing: list[tuple[ReadyBundle, tuple]] = field(default_factory=list)
+    replacing: list[tuple[ReadyBundle, dict]] = field(default_factory=list)  # with the landed row it replaces
     unchanged: list[ReadyBundle] = field(default_factory=list)
     refused: list[Refusal] = field(default_factory=list)
 
@@ -156,7 +157,7 @@ def _plan(catalog: Catalog, batch: list[ReadyBundle], replace: bool) -> _Plan:
         existing = landed.get(key)
         if not existing:
             plan.new.append(cand)
-        elif _same_bundle(cand, existing[0][1], lambda: catalog.lake.read_bytes(existing[0][2])):
+        elif _same_bundle(cand, existing[0]["content_hash"], lambda: catalog.lake.read_bytes(existing[0]["raw_path"])):
             plan.unchanged.append(cand)
         elif replace:
             plan.replacing.append((cand, existing[0]))
@@ -176,17 +177,18 @@ def _same_bundle(cand: ReadyBundle, other_hash: str, other_raw) -> bool:
         return False
 
 
-def _landed_bundles(catalog: Catalog, keys: set[tuple[str, str]]) -> dict[tuple[str, str], list[tuple]]:
-    """The landed bundles (bundle_uid, content_hash, raw_path, snapshot) of every
-    (task_id, query_id) of a batch, first landed first, in one query."""
+def _landed_bundles(catalog: Catalog, keys: set[tuple[str, str]]) -> dict[tuple[str, str], list[dict]]:
+    """The landed bundles (rows with bundle_uid, content_hash, raw_path,
+    snapshot_id) of every (task_id, query_id) of a batch, first landed first,
+    in one query."""
     if not keys:
         return {}
     task_ids, query_ids = zip(*sorted(keys))
     table = pa.table({"task_id": pa.array(task_ids, pa.string()), "query_id": pa.array(query_ids, pa.string())})
-    found: dict[tuple[str, str], list[tuple]] = defaultdict(list)
+    found: dict[tuple[str, str], list[dict]] = defaultdict(list)
     with _registered(catalog, "landing_keys", table):
-        for task, query, *row in catalog.rows("bundle_lookup_batch"):
-            found[(task, query)].append(tuple(row))
+        for row in records(catalog.run("bundle_lookup_batch")):
+            found[(row["task_id"], row["query_id"])].append(row)
     return found
 
 
@@ -261,9 +263,9 @@ def _drop_raced_duplicates(catalog: Catalog, keys: set[tuple[str, str]]) -> None
     later committer always sees the earlier one, so one of the two cleans up."""
     def drop(cat: Catalog) -> None:
         for (task_id, _query), landed in _landed_bundles(cat, keys).items():
-            for uid, _hash, _raw, snapshot in landed[1:]:
-                cat.run("bundle_landing_delete", [uid, snapshot])
-                cat.run("bundle_landing_items_delete", [uid, snapshot])
+            for later in landed[1:]:
+                cat.run("bundle_landing_delete", [later["bundle_uid"], later["snapshot_id"]])
+                cat.run("bundle_landing_items_delete", [later["bundle_uid"], later["snapshot_id"]])
                 cat.run("cursor_mark_rebuild", [task_id])
 
     if any(len(found) > 1 for found in _landed_bundles(catalog, keys).values()):
@@ -284,8 +286,9 @@ def _sha(raw: bytes | None) -> str | None:
     return hashlib.sha256(raw).hexdigest() if raw is not None else None
 
 
-def _record_replaced(cat: Catalog, write: LakeWrite, replacing: list[tuple[ReadyBundle, tuple]]) -> None:
-    for cand, (old_uid, _hash, old_raw, _snapshot) in replacing:
+def _record_replaced(cat: Catalog, write: LakeWrite, replacing: list[tuple[ReadyBundle, dict]]) -> None:
+    for cand, old in replacing:
+        old_uid, old_raw = old["bundle_uid"], old["raw_path"]
         cat.run("bundle_delete", [old_uid])
         cat.run("bundle_items_delete", [old_uid])
         # Consolidation is incremental and may already hold the replaced rows:
