@@ -12,7 +12,15 @@ import json
 import time
 from datetime import datetime, timezone
 
-from schemas.report import Citation, ModelBlueprint, OutlineSection, ReportMetadata, ReportSource, ResearchReport, SynthesisResult
+from schemas.report import (
+    Citation,
+    ModelBlueprint,
+    OutlineSection,
+    ReportMetadata,
+    ReportSource,
+    ResearchReport,
+    SynthesisResult,
+)
 from tasks.reporting.layout import dimension_groups, figure, summary_items, unique_citations
 from tasks.reporting.markdown import render_markdown_text
 from tasks.synthesis.labels import labels
