@@ -106,8 +106,7 @@ def synthesis_input(task_id: str, source_rows: Iterable[Mapping[str, Any]], quer
     question: `question`, else the plan's, else the task's query texts."""
     plan = plan_dict(plan)
     text = resolve_question(question, plan, queries, fallback=task_id)
-    return SynthesisInput(task_id, sources_from_rows(source_rows),
-                          text, plan)
+    return SynthesisInput(task_id, sources_from_rows(source_rows), text, plan)
 
 
 def synthesize_material(material: SynthesisInput, *, llm: LLMConfig | None = None,
