@@ -1,8 +1,8 @@
 """Validation: read bundle files and check them against the contract.
 
 Each submission becomes a ReadyBundle (a valid bundle, ready to land) or a
-Refusal with a machine-readable reason; tasks.lake.landing writes them into the
-lake.
+Refusal with a machine-readable reason (tasks.lake.refusals);
+tasks.lake.landing writes them into the lake.
 
 Speed without a change of verdict: a bundle is first checked by a stricter
 twin of the contract that runs inside pydantic-core (schemas.bundle
@@ -32,30 +32,14 @@ from pydantic import TypeAdapter, ValidationError
 from schemas import rows
 from schemas.bundle import FAST_BUNDLE, SearchResultBundle
 from schemas.timestamps import to_utc
-from schemas.urls import UnsafeURL, file_url_path, source_id_for
+from schemas.urls import file_url_path, source_id_for
 from tasks.common.untrusted_files import FileRefused, is_utf8_name, printable_path, read_file_inside
+from tasks.lake.refusals import Refusal, failure_refusal, refusal_from_errors, shape_refusal
 
 @dataclass(frozen=True)
 class Submission:
     source: str
     raw: bytes
-
-
-@dataclass(frozen=True)
-class Refusal:
-    source: str
-    reason: str
-    message: str
-    field: str | None = None
-    item_index: int | None = None
-    task_id: str | None = None
-    query_id: str | None = None
-    errors: tuple[dict, ...] = ()
-    raw: bytes | None = None
-
-    def line(self) -> str:
-        where = f" {self.field}" if self.field else ""
-        return f"refused {self.source}: {self.reason}{where}: {self.message}"
 
 
 @dataclass(frozen=True)
@@ -174,7 +158,7 @@ def validate(sub: Submission, default_task_id: str | None) -> ReadyBundle | Refu
     try:
         bundle = SearchResultBundle.model_validate_json(sub.raw)
     except ValidationError as exc:
-        return _refusal_from_errors(sub, exc)
+        return refusal_from_errors(sub, exc)
     if bundle.task_id is None:
         if default_task_id is None:
             return Refusal(sub.source, "missing_task", "the bundle names no task_id and no --task-id was given",
@@ -237,22 +221,10 @@ def _unparsable_shape(sub: Submission) -> Refusal | None:
         message = str(exc)
         if message.startswith("Detected duplicate key"):
             key = message.split('"')[1] if message.count('"') >= 2 else None
-            return _shape_refusal(sub, "duplicate_key", f"{message}; a key may appear once per object", key)
+            return shape_refusal(sub, "duplicate_key", f"{message}; a key may appear once per object", key)
         if "recursion limit" in message:
-            return _shape_refusal(sub, "too_deep", f"JSON nested too deep ({message})", None)
+            return shape_refusal(sub, "too_deep", f"JSON nested too deep ({message})", None)
     return None  # valid JSON, or invalid in a way validation reports
-
-
-def _shape_refusal(sub: Submission, reason: str, message: str, field: str | None) -> Refusal:
-    task_id, query_id = _ids_if_readable(sub.raw)
-    return Refusal(sub.source, reason, message, field=field, task_id=task_id, query_id=query_id, raw=sub.raw,
-                   errors=({"field": field or "", "type": reason, "message": message},))
-
-
-def failure_refusal(sub: Submission, exc: BaseException) -> Refusal:
-    message = f"validation failed: {type(exc).__name__}: {exc}"[:500]
-    return Refusal(sub.source, "validation_error", message, raw=sub.raw,
-                   errors=({"field": "", "type": "validation_error", "message": message},))
 
 
 def _file_url_outside(ready: ReadyBundle, roots: tuple[str, ...]) -> Refusal | None:
@@ -371,49 +343,3 @@ def _stats_of(items: pa.Table) -> dict:
     status = items.column("status")
     return {"total_returned": items.num_rows, "kept_after_filter": pc.sum(pc.equal(status, "ok")).as_py() or 0,
             "failed_count": pc.sum(pc.equal(status, "failed")).as_py() or 0, "dedup_count": 0}
-
-
-# -- refusals ---------------------------------------------------------------
-
-def _format_loc(loc: tuple) -> str:
-    text = ""
-    for part in loc:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text
-
-
-def _reason(error: dict) -> str:
-    kind = error["type"]
-    if kind == "json_invalid":
-        return "truncated" if "EOF" in error["msg"] else "not_json"
-    if kind == "missing":
-        return "missing_field"
-    if kind in ("string_too_long", "too_long"):
-        return "too_long"
-    if isinstance(error.get("ctx", {}).get("error"), UnsafeURL):
-        return "unsafe_url"
-    return "invalid_value"
-
-
-def _refusal_from_errors(sub: Submission, exc: ValidationError) -> Refusal:
-    errors = exc.errors(include_url=False, include_input=False)
-    first = errors[0]
-    loc = first["loc"]
-    item_index = loc[1] if len(loc) > 1 and loc[0] == "results" and isinstance(loc[1], int) else None
-    task_id, query_id = _ids_if_readable(sub.raw)
-    return Refusal(
-        sub.source, _reason(first), first["msg"], field=_format_loc(loc) or None, item_index=item_index,
-        task_id=task_id, query_id=query_id, raw=sub.raw,
-        errors=tuple({"field": _format_loc(e["loc"]), "type": _reason(e), "message": e["msg"]} for e in errors),
-    )
-
-
-def _ids_if_readable(raw: bytes) -> tuple[str | None, str | None]:
-    try:
-        doc = jiter.from_json(raw)
-    except ValueError:  # jiter has a nesting limit: never a RecursionError
-        return None, None
-    if not isinstance(doc, dict):
-        return None, None
-    ids = (doc.get("task_id"), doc.get("query_id"))
-    return tuple(v if isinstance(v, str) else None for v in ids)  # type: ignore[return-value]

@@ -21,7 +21,8 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
-from tasks.lake.validation import FileRoots, InputFile, ReadyBundle, Refusal, Submission, failure_refusal, prepare
+from tasks.lake.refusals import Refusal, failure_refusal
+from tasks.lake.validation import FileRoots, InputFile, ReadyBundle, Submission, prepare
 
 WORKERS = min(2, os.cpu_count() or 1)
 POOL_MIN_BYTES = 4 << 20  # below this a pool costs more than it saves
