@@ -10,7 +10,8 @@ from typing import Iterator
 from flows import observer
 from schemas.governance import GateResult
 from tasks.common.settings import Settings
-from tasks.governance.runs import INTERRUPTED, InterruptedRun, RunRecord, TraceLog, close_dead_runs
+from tasks.governance.runs import INTERRUPTED, InterruptedRun, RunRecord, close_dead_runs
+from tasks.governance.trace import TraceLog
 from tasks.lake.files import run_logs_root
 from tasks.progress.events import EventLog, ProgressTracker, end_log, events_path
 
