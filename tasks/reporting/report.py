@@ -279,7 +279,8 @@ def _row(task_id: str, report: ResearchReport, synthesis: SynthesisResult, keys:
             synthesis.question, synthesis.language, synthesis.synthesizer, len(synthesis.sources),
             len(report.sources), len(citations), sum(1 for c in citations if not c.verified),
             len(synthesis.synthesized_insights), len(meta.warnings), keys["md"], keys["html"], keys["json"],
-            meta.durationMs, meta.tokens, current_flow_run()]
+            meta.durationMs, meta.tokens, current_flow_run(),
+            synthesis.synthesized_insights[0].text if synthesis.synthesized_insights else None]
 
 
 def citation_rows(task_id: str, report: ResearchReport) -> list[list]:
