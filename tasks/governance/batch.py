@@ -25,7 +25,9 @@ FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".txt": "txt"}
 
 def read_questions(path: Path) -> QuestionFile:
     """The questions of a file, in file order, each once."""
-    text = _utf8_text(path).rstrip() + "\n"
+    text = _utf8_text(path).rstrip() + "\n"  # blank lines at the end are no rows
+    if not text.strip():
+        raise QuestionFileError(f"{path.name} holds no question")
     kind = FORMATS.get(path.suffix.lower()) or _sniffed(text)
     rows, notes = {"csv": _csv_rows, "jsonl": _jsonl_rows, "txt": _text_rows}[kind](path.name, text)
     return _once_each(path.name, rows, notes)
@@ -88,8 +90,6 @@ def _csv_rows(name: str, text: str) -> tuple[list[QuestionRow], list[str]]:
     reader = csv.reader(io.StringIO(text, newline=""))
     try:
         header = [column.strip().lower() for column in next(reader)]
-    except StopIteration:
-        raise QuestionFileError(f"{name} is empty") from None
     except csv.Error as exc:
         raise QuestionFileError(f"{name} row 1: {exc}") from None
     _check_columns(name, header, "column", 1)
