@@ -114,11 +114,14 @@ def run_batch(plan: BatchPlan, settings: Settings, concurrency: int,
     pending = [(row, request) for row, request in plan.requests if request.task_id not in answered]
     if pending:
         reach_api()  # Prefect's temporary server is started once, before the runs' threads need it
-    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="batch") as pool:
+    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="batch")
+    try:
         futures = [pool.submit(_research, row, request) for row, request in pending]
         for future in as_completed(futures):
             outcomes.append(future.result())
             on_outcome(outcomes[-1])
+    finally:  # interrupted (Ctrl-C): the questions not started stay for the next run of the batch
+        pool.shutdown(wait=True, cancel_futures=True)
     return sorted(outcomes, key=lambda outcome: outcome.row)
 
 

@@ -175,3 +175,30 @@ def test_a_batch_killed_mid_way_and_run_again_answers_each_question_once(batch_c
         assert row["top_source_url"].startswith("file://") and row["top_source_title"]
         params = json.loads(row["params"]) if isinstance(row["params"], str) else row["params"]
         assert params == {"library": str(batch_cli.library), "providers": ["library"], "target": 2}
+
+
+# -- the deployment's parameter -----------------------------------------------------------------------
+
+def test_the_deployment_researches_a_list_as_a_batch(prefect_engine, settings, lake, tmp_path, monkeypatch):
+    for name in PROVIDER_KEYS + BUDGET_ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SEARCHLAKE_MAX_QUERIES_PER_INTENT", "1")
+    from flows.batch import research_batch_deployment
+    questions = ["How efficient are solar panels?",
+                 {"question": "How does battery storage keep solar electricity?", "target": 3}, ""]
+    options = dict(batch="notes", concurrency=2, library=str(write_library(tmp_path / "notes")),
+                   providers=["library"], target=2)
+
+    first = research_batch_deployment(questions, **options)
+    assert first["batch_id"] == "notes" and first["notes"] == ["questions row 3: empty, skipped"]
+    assert [(o["row"], o["status"]) for o in first["outcomes"]] == [(1, "complete"), (2, "complete")]
+    answers = lake.dicts("SELECT * FROM batch_answers WHERE batch_id = 'notes' ORDER BY row")
+    assert [a["task_id"] for a in answers] == [o["task_id"] for o in first["outcomes"]]
+    assert all(a["answered"] and a["first_insight"] for a in answers)
+    params = [json.loads(a["params"]) if isinstance(a["params"], str) else a["params"] for a in answers]
+    assert [p["target"] for p in params] == [2, 3]  # the row's own option over the batch's
+
+    again = research_batch_deployment(questions, **options)
+    assert [(o["task_id"], o["status"]) for o in again["outcomes"]] == \
+        [(o["task_id"], "answered") for o in first["outcomes"]]
+    assert lake.count("runs") == 2
