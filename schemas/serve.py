@@ -8,9 +8,7 @@ from __future__ import annotations
 
 from pydantic import ValidationError
 
-from schemas.request import ResearchRequest, request_error
-
-__all__ = ["HandoffRequest", "request_error", "is_malformed"]
+from schemas.request import ResearchRequest
 
 
 class HandoffRequest(ResearchRequest):

@@ -174,10 +174,3 @@ def answered_tasks(settings: Settings, task_ids: list[str]) -> set[str]:
     with open_catalog(settings, "batch: answered", read_only=True) as catalog:
         return {row[0] for row in catalog.rows("answered_tasks", [task_ids])}
 
-
-def batch_answers(settings: Settings, batch_id: str) -> list[dict]:
-    """The batch's `batch_answers` rows, in file order."""
-    with open_catalog(settings, "batch: answers", read_only=True) as catalog:
-        cursor = catalog.run("batch_answers_of", [batch_id])
-        names = [d[0] for d in cursor.description]
-        return [dict(zip(names, row)) for row in cursor.fetchall()]

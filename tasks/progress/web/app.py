@@ -40,8 +40,8 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from schemas.bundle import check_identifier
-from schemas.request import MAX_QUESTION, RequestError, ResearchRequest
-from schemas.serve import HandoffRequest, is_malformed, request_error
+from schemas.request import MAX_QUESTION, RequestError, ResearchRequest, request_error
+from schemas.serve import HandoffRequest, is_malformed
 from tasks.common.settings import Settings
 from tasks.lake.catalog import CatalogBusy
 from tasks.lake.files import run_logs_root
