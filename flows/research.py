@@ -15,6 +15,8 @@ import uuid
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 
+import httpx
+
 from flows import common  # noqa: F401  (sets Prefect defaults before import)
 from prefect import flow
 from prefect.futures import as_completed
@@ -60,7 +62,7 @@ class RunContext:
     target: int
     budget: Budget
     policy: Policy
-    client: object
+    client: httpx.Client
     view: RunView
     counts: dict  # what the run record's counts say so far
 
@@ -83,6 +85,9 @@ def new_task_id(question: str) -> str:
 def research_flow(question: str, task_id: str | None = None, library: str | None = None,
                   providers: list[str] | None = None, max_results: int | None = None,
                   target: int | None = None, demand_id: str = "default", budget: dict | None = None) -> dict:
+    """One research run. Its parameters are a ResearchRequest's fields
+    (ResearchRequest.flow_parameters), so that Prefect shows and stores them
+    one by one; the request is rebuilt from them here."""
     request = ResearchRequest.build(question=question, task_id=task_id or new_task_id(question), library=library,
                                     providers=providers, max_results=max_results, target=target,
                                     demand_id=demand_id, budget=budget or {})
