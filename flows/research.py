@@ -54,7 +54,11 @@ def new_task_id(question: str) -> str:
 @flow(name="searchlake-research", task_runner=ThreadPoolTaskRunner(max_workers=16))
 def research_flow(question: str, task_id: str | None = None, library: str | None = None,
                   providers: list[str] | None = None, max_results: int | None = None,
-                  target: int | None = None, demand_id: str = "default", budget: dict | None = None) -> dict:
+                  target: int | None = None, demand_id: str = "default", budget: dict | None = None,
+                  query_prefix: str | None = None) -> dict:
+    """query_prefix (a watch round's "r3."): this run's query ids start with
+    it, so that the run searches afresh instead of resuming what earlier runs
+    of the task landed."""
     settings = research_settings(library, providers, max_results)
     names = enabled_names(settings)
     preflight(settings, names)
@@ -73,7 +77,7 @@ def research_flow(question: str, task_id: str | None = None, library: str | None
         try:
             with make_client(settings) as client:
                 outputs = _run(question, task_id, trace_id, names, target, budget, policy, settings, client, view,
-                               counts)
+                               counts, query_prefix)
         except BaseException as exc:
             status, error = run_failure(exc, time.monotonic() - started)
             view.fail(status, error, run_finished(trace_id, status, **counts, error=error, outputs={},
@@ -112,7 +116,8 @@ def run_failure(exc: BaseException, elapsed: float) -> tuple[str, str]:
     return status, f"{type(exc).__name__}: {exc}".splitlines()[0]
 
 
-def _run(question, task_id, trace_id, names, target, budget, policy, settings, client, view, counts) -> dict:
+def _run(question, task_id, trace_id, names, target, budget, policy, settings, client, view, counts,
+         query_prefix=None) -> dict:
     with view.stage("plan", "planning queries") as detail:
         plan = plan_task(question, task_id, trace_id, settings)
         detail.update(planner=plan.planner, queries=len(plan.queries), fallback_reason=plan.fallback_reason)
@@ -120,7 +125,8 @@ def _run(question, task_id, trace_id, names, target, budget, policy, settings, c
         if label := provider_class(name).prepares:
             with view.stage("index", label) as detail:
                 detail[name] = prepare_task(name, task_id, settings)
-    search_stats, candidates = _search_to_target(plan, task_id, names, target, policy, settings, client, view)
+    search_stats, candidates = _search_to_target(plan, task_id, names, target, policy, settings, client, view,
+                                                 query_prefix)
     counts["candidate_count"] = len(candidates)
     _gate(view, search_completeness(len(candidates), target, policy, deepest=search_stats["deepest"],
                                     exhausted=search_stats["exhausted"]))
@@ -138,7 +144,7 @@ def _run(question, task_id, trace_id, names, target, budget, policy, settings, c
         if not new_texts:
             break
         plan = extend_plan_task(plan, new_texts, task_id, trace_id, settings)
-        _search(plan, task_id, names, settings, client, view, "fallback_search")
+        _search(plan, task_id, names, settings, client, view, "fallback_search", query_prefix=query_prefix)
         candidates = _consolidate(task_id, settings, view)
         counts["candidate_count"] = len(candidates)
 
@@ -158,17 +164,19 @@ def _run(question, task_id, trace_id, names, target, budget, policy, settings, c
             "report": reports.get("html"), "reports": reports, "output": output_key}
 
 
-def _search_to_target(plan: ResearchPlan, task_id, names, target, policy, settings, client, view) -> tuple[dict, list]:
+def _search_to_target(plan: ResearchPlan, task_id, names, target, policy, settings, client, view,
+                      query_prefix=None) -> tuple[dict, list]:
     """Search until the task holds target × min_candidate_multiplier
     candidates: each further round asks every planned query for twice as many
     results (up to MAX_RESULTS), and stops early when a round brings nothing
     new (the providers are exhausted). The completeness gate judges after."""
-    stats = _search(plan, task_id, names, settings, client, view, "search")
+    stats = _search(plan, task_id, names, settings, client, view, "search", query_prefix=query_prefix)
     candidates = _consolidate(task_id, settings, view)
     needed, depth, exhausted = threshold(target, policy.min_candidate_multiplier), settings.max_results, False
     while len(candidates) < needed and depth < MAX_RESULTS:
         depth = min(MAX_RESULTS, depth * 2)
-        more = _search(plan, task_id, names, settings, client, view, "deeper_search", depth=depth)
+        more = _search(plan, task_id, names, settings, client, view, "deeper_search", depth=depth,
+                       query_prefix=query_prefix)
         stats = {key: stats[key] + more[key] for key in ("searches", "resumed", "failed_searches")}
         found = len(candidates)
         candidates = _consolidate(task_id, settings, view)
@@ -184,8 +192,16 @@ def deeper(calls: list[SearchCall], depth: int) -> list[SearchCall]:
     return [replace(call, query=replace(call.query, query_id=f"{call.query.query_id}.n{depth}")) for call in calls]
 
 
-def _search(plan: ResearchPlan, task_id, names, settings, client, view, stage: str, depth: int | None = None) -> dict:
+def prefixed(calls: list[SearchCall], prefix: str) -> list[SearchCall]:
+    """The same searches under query ids that start with `prefix` (r3.q1.library)."""
+    return [replace(call, query=replace(call.query, query_id=f"{prefix}{call.query.query_id}")) for call in calls]
+
+
+def _search(plan: ResearchPlan, task_id, names, settings, client, view, stage: str, depth: int | None = None,
+            query_prefix: str | None = None) -> dict:
     calls = route(plan, {name: provider_class(name) for name in names})
+    if query_prefix:
+        calls = prefixed(calls, query_prefix)
     if depth is not None:
         calls = deeper(calls, depth)
     landed = landed_task(task_id, settings)
