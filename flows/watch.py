@@ -16,11 +16,13 @@ from prefect.events import emit_event
 from prefect.runtime import flow_run
 
 from flows.artifacts import artifact_key
-from flows.research import research_flow
+from flows.research import timed_flow
+from flows.research_checks import check_request
 from flows.research_tasks import BUSY
 from schemas.report import ResearchReport
+from schemas.request import ResearchRequest
 from schemas.watch import Change, Watch, change_counts
-from tasks.common.settings import Settings, research_settings
+from tasks.common.settings import Settings
 from tasks.lake.catalog import open_catalog
 from tasks.lake.watches import begin_round, end_round, fail_round, get_watch, round_counts
 from tasks.reporting.changes import answer_rows, changes_markdown, summary, with_changes
@@ -35,13 +37,11 @@ def watch_round(name: str) -> dict:
     """One round of the watch `name`; the round's number, what changed (by kind) and the words."""
     settings = Settings()
     watch, number = begin_round_task(name, settings)
-    params = watch.params
-    budget = research_settings(params.library, params.providers, params.max_results).budget()
-    research = research_flow.with_options(timeout_seconds=budget.timeout_seconds)
     try:
-        research(watch.question, task_id=watch.topic, library=params.library, providers=params.providers,
-                 max_results=params.max_results, target=params.target, budget=budget.to_dict(),
-                 query_prefix=f"r{number}.")
+        # checked when the round starts: the worker's keys and PIPELINE_* budget
+        request = check_request(ResearchRequest.build(question=watch.question, task_id=watch.topic,
+                                                      **watch.params.model_dump()))
+        timed_flow(request)(**request.flow_parameters(), query_prefix=f"r{number}.")
     except BaseException as exc:
         fail_round_task(watch, number, f"{type(exc).__name__}: {exc}".splitlines()[0], settings)
         raise

@@ -17,6 +17,7 @@ from flows.cli.common import UserError, app, err, out, settings
 watch_app = typer.Typer(no_args_is_help=True, help="Research a question again on a schedule; see what changed.")
 app.add_typer(watch_app, name="watch")
 
+LABELS = {"target": "--target", "max_results": "--max-results", "providers": "--providers", "library": "--library"}
 NameArg = Annotated[str, typer.Argument(help="The watch's name (searchlake watch list)")]
 
 
@@ -32,22 +33,20 @@ def add(
 ) -> None:
     """Watch a question: a Prefect deployment runs a round every interval on the work pool
     `searchlake`; each round lands into the watch's topic and records what changed."""
-    from pydantic import ValidationError
-    from flows.research_checks import (ResearchRefused, check_library, check_prerequisites, check_question,
-                                       check_target, parse_providers)
+    from flows.research_checks import ResearchRefused, check_request
+    from schemas.request import RequestError, ResearchRequest
     from schemas.watch import Watch, WatchParams, interval_words, parse_interval
     try:
-        check_question(question)
-        check_library(library)
-        check_target(target)
-        names = parse_providers(providers.split(",")) if providers is not None else None
-        check_prerequisites(library, names, max_results)
         seconds = parse_interval(every)
-        params = WatchParams(library=str(library.resolve()) if library else None, providers=names, target=target,
-                             max_results=max_results)
-        watch = Watch(name=name if name is not None else name_from(question), question=" ".join(question.split()),
+        request = check_request(ResearchRequest.build(
+            LABELS, question=" ".join(question.split()), library=str(library) if library else None,
+            providers=providers.split(",") if providers is not None else None, target=target,
+            max_results=max_results))
+        params = WatchParams(library=request.library, providers=request.providers, target=request.target,
+                             max_results=request.max_results)
+        watch = Watch(name=name if name is not None else name_from(question), question=request.question,
                       interval_seconds=seconds, params=params)
-    except (ResearchRefused, ValueError) as exc:
+    except (RequestError, ResearchRefused, ValueError) as exc:
         raise UserError(_first_error(exc, name)) from None
     config = settings()
     _check_free(config, watch)

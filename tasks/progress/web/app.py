@@ -40,7 +40,8 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from schemas.bundle import check_identifier
-from schemas.serve import ResearchRequest, is_malformed, request_error
+from schemas.request import MAX_QUESTION, RequestError, ResearchRequest
+from schemas.serve import HandoffRequest, is_malformed, request_error
 from tasks.common.settings import Settings
 from tasks.lake.catalog import CatalogBusy
 from tasks.lake.files import run_logs_root
@@ -50,7 +51,6 @@ from tasks.progress.web.guards import SESSION_COOKIE, Access
 from tasks.progress.web.pages import UnknownTaskPage, home_page, task_page
 
 HERE = Path(__file__).resolve().parent
-MAX_QUESTION = 2000
 
 
 class LaunchRefused(ValueError):
@@ -66,9 +66,7 @@ class Launcher(Protocol):
 
     def providers(self) -> list[str]: ...
     def can_ask(self) -> bool: ...
-    def research(self, question: str, providers: list[str] | None, library: str | None, target: int | None,
-                 task_id: str | None = None, max_results: int | None = None, demand_id: str = "default",
-                 budget: dict | None = None) -> str: ...
+    def research(self, request: ResearchRequest) -> str: ...
     def ask(self, question: str) -> str: ...
     def launch_error(self, task_id: str) -> str | None: ...
 
@@ -176,7 +174,7 @@ def page_routes(settings: Settings, launcher: Launcher | None, access: Access) -
         if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
             return JSONResponse({"error": "send JSON"}, status_code=415)
         try:
-            body = ResearchRequest.model_validate_json(await request.body())
+            body = HandoffRequest.model_validate_json(await request.body())
         except ValidationError as exc:
             return JSONResponse({"error": request_error(exc)}, status_code=400 if is_malformed(exc) else 422)
         if body.fingerprint != own_fingerprint:
@@ -184,10 +182,8 @@ def page_routes(settings: Settings, launcher: Launcher | None, access: Access) -
         before = set(runs_of_task(root, body.task_id)) if body.task_id else set()
         try:
             library = body.library if access.is_owner(request.headers) else offered_library(settings, body.library)
-            task_id = await run_in_threadpool(
-                launcher.research, body.question, body.providers, library, body.target, task_id=body.task_id,
-                max_results=body.max_results, demand_id=body.demand_id,
-                budget=body.budget.model_dump(exclude_none=True) if body.budget else None)
+            task_id = await run_in_threadpool(launcher.research,
+                                              body.request().model_copy(update={"library": library}))
         except LibraryRefused as exc:
             return JSONResponse({"error": str(exc)}, status_code=403)
         except LaunchRefused as exc:
@@ -285,4 +281,9 @@ def _launch_research(launcher: Launcher, settings: Settings, values: dict, provi
         if not values["target"].isdigit() or int(values["target"]) < 1:
             raise LaunchRefused(f"target must be a whole number of sources, at least 1, not {values['target']!r}")
         target = int(values["target"])
-    return launcher.research(question, providers or None, offered_library(settings, values["library"]), target)
+    try:
+        request = ResearchRequest.build(question=question, providers=providers or None, target=target,
+                                        library=offered_library(settings, values["library"]))
+    except RequestError as exc:
+        raise LaunchRefused(str(exc)) from None
+    return launcher.research(request)
