@@ -59,9 +59,11 @@ def _answer_words(kinds: dict) -> str:
     if "answer_unchanged" in kinds:
         return "the answer is unchanged"
     parts = []
-    added = _titles(kinds.get("quote_added", []))
-    removed = [t for t in _titles(kinds.get("quote_removed", [])) if t not in added]
-    added = [t for t in added if t not in _titles(kinds.get("quote_removed", []))]
+    # sources by their URL; named by their title
+    before = {c.url for c in kinds.get("quote_removed", [])}
+    now = {c.url for c in kinds.get("quote_added", [])}
+    added = _titles([c for c in kinds.get("quote_added", []) if c.url not in before])
+    removed = _titles([c for c in kinds.get("quote_removed", []) if c.url not in now])
     if added:
         parts.append(f"the answer now cites {_named(added)}")
     if removed:
