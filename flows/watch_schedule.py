@@ -32,6 +32,7 @@ def deploy_watch(watch: Watch) -> str:
                                         active=True)
     reach_api()  # PrefectUnavailable, said in one line, when there is no Prefect to schedule with
     with get_client(sync_client=True) as client:
+        _ensure_work_pool(client)
         flow_id = client.create_flow_from_name(FLOW_NAME)
         deployment_id = client.create_deployment(
             flow_id=flow_id, name=watch.deployment_name, work_pool_name=WORK_POOL, entrypoint=ENTRYPOINT,
@@ -41,6 +42,22 @@ def deploy_watch(watch: Watch) -> str:
             schedules=[schedule], tags=["searchlake", "watch"],
             description=f"Watch {watch.name}, every {interval_words(watch.interval_seconds)}: {watch.question}")
     return str(deployment_id)
+
+
+def _ensure_work_pool(client) -> None:
+    """The pool prefect.yaml's deployments use, made as `prefect work-pool
+    create searchlake --type process` makes it when this Prefect has none."""
+    from prefect.client.schemas.actions import WorkPoolCreate
+    from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
+    from prefect.workers.process import ProcessWorker
+    try:
+        client.read_work_pool(WORK_POOL)
+    except ObjectNotFound:
+        try:
+            client.create_work_pool(WorkPoolCreate(name=WORK_POOL, type="process",
+                                                   base_job_template=ProcessWorker.get_default_base_job_template()))
+        except ObjectAlreadyExists:  # made meanwhile
+            pass
 
 
 def undeploy_watch(name: str) -> bool:
