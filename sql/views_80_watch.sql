@@ -1,4 +1,4 @@
--- The SQL surface of watches (tables in schema_70_watch.sql).
+-- The SQL surface of watches (tables in schema_80_watch.sql).
 CREATE OR REPLACE VIEW watches AS
     SELECT name, question, task_id AS topic, interval_seconds, params, created_at, removed_at, deployment_id
     FROM watch_log;
