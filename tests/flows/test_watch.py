@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -57,11 +58,9 @@ def test_library_rounds_record_what_was_done_to_the_folder(prefect_engine, setti
     report = cli.run("report", "--task-id", "watch-notes")
     assert report.stdout.splitlines()[4:7] == ["## What changed", "", third["summary"]]
     assert "round 3" in prefect_artifacts("watch-changes-notes")[0].data
-    changed = [e for e in prefect_events("searchlake.watch.changed") if e.payload["watch"] == "notes"]
-    assert [e.payload["round"] for e in changed] == [2]
+    changed = watch_events("searchlake.watch.changed", "notes", [2])
     assert changed[0].payload["source_dropped"] == 1 and changed[0].resource.id == "searchlake.watch.notes"
-    unchanged = [e for e in prefect_events("searchlake.watch.unchanged") if e.payload["watch"] == "notes"]
-    assert sorted(e.payload["round"] for e in unchanged) == [1, 3]
+    watch_events("searchlake.watch.unchanged", "notes", [1, 3])
 
     # searchlake changes: compact, within 80 columns
     printed = cli.run("changes", "--topic", "notes", COLUMNS="80")
@@ -73,6 +72,19 @@ def test_library_rounds_record_what_was_done_to_the_folder(prefect_engine, setti
     assert lines[-1].strip() == "answer unchanged"
     later = cli.run("changes", "--topic", "watch-notes", "--since", "1d")
     assert later.stdout == printed.stdout
+
+
+def watch_events(name: str, watch: str, rounds: list[int], wait: float = 60.0) -> list:
+    """The events of that name about the watch, once Prefect has stored one
+    for each of `rounds` (it stores them a moment after they are emitted)."""
+    give_up = time.monotonic() + wait
+    while True:
+        found = [e for e in prefect_events(name) if e.payload["watch"] == watch]
+        if sorted(e.payload["round"] for e in found) == rounds or time.monotonic() > give_up:
+            break
+        time.sleep(0.5)
+    assert sorted(e.payload["round"] for e in found) == rounds
+    return sorted(found, key=lambda e: e.payload["round"])
 
 
 def test_web_rounds_record_what_changed_at_the_provider(prefect_engine, settings, monkeypatch):

@@ -72,3 +72,14 @@ def test_without_a_prefect_server_watch_add_says_so_and_stores_nothing(cli, lake
         "error: the Prefect server at PREFECT_API_URL=http://127.0.0.1:9/api does not answer: start it "
         "(`prefect server start`) or unset PREFECT_API_URL"]
     assert lake.count("watches") == 0
+
+
+def test_watch_run_runs_a_round_now_and_says_what_it_found(cli, settings, tmp_path):
+    from bench.watch import start_watch
+    library = write_library(tmp_path / "library")
+    start_watch(settings, "solar", {"library": str(library), "providers": ["library"], "target": 3})
+    done = cli.run("watch", "run", "solar", timeout=300, PREFECT_HOME=str(tmp_path / "prefect-home"))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("Round 1 is the first of this watch: 5 sources")
+    assert lines[1].split() == ["topic:", "watch-solar", "round", "1"]
