@@ -40,6 +40,7 @@ def deploy_watch(watch: Watch) -> str:
             pull_steps=[{"prefect.deployments.steps.set_working_directory": {"directory": str(PROJECT)}}],
             parameters={"name": watch.name}, parameter_openapi_schema=parameter_schema(watch_round).model_dump(),
             schedules=[schedule], tags=["searchlake", "watch"],
+            concurrency_limit=1,  # a round still running when the next is due: the next waits
             description=f"Watch {watch.name}, every {interval_words(watch.interval_seconds)}: {watch.question}")
     return str(deployment_id)
 

@@ -198,9 +198,8 @@ def changes(
     from flows.cli.tables import clipped
     moment = since_moment(since)
     with open_catalog(settings(), "changes", read_only=True) as catalog:
-        names = {row[0] for row in catalog.rows("watch_list")}
-        task_id = topic_of(topic) if topic in names else topic
-        found = topic_changes(catalog, task_id, moment)
+        # a watch's name (a removed watch's too: its rounds stay), or its topic
+        found = topic_changes(catalog, topic_of(topic), moment) or topic_changes(catalog, topic, moment)
     if not found:
         err.print(f"no changes recorded for {topic!r}" + (f" since {since}" if since else "")
                   + " (a watch's first round has nothing to compare with)", markup=False, highlight=False)

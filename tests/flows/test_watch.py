@@ -104,6 +104,24 @@ def test_web_rounds_record_what_changed_at_the_provider(prefect_engine, settings
     assert moves_consistent(settings, "web", 2)
 
 
+def test_a_failed_round_is_recorded_and_the_next_compares_with_the_last_complete_one(prefect_engine, settings,
+                                                                                     lake, tmp_path):
+    import shutil
+    from flows.watch import watch_round
+    folder = LibraryScenario(tmp_path / "library", 3, random.Random(4))
+    start_watch(settings, "gone", {"library": str(folder.folder), "providers": ["library"], "target": 2})
+    watch_round("gone")
+    shutil.move(folder.folder, tmp_path / "away")
+    state = watch_round("gone", return_state=True)
+    assert state.is_failed()
+    shutil.move(tmp_path / "away", folder.folder)
+    third = watch_round("gone")
+    assert third["round"] == 3 and third["previous_round"] == 1
+    rounds = lake.dicts("SELECT round, status, error FROM watch_rounds ORDER BY round")
+    assert [(r["round"], r["status"]) for r in rounds] == [(1, "complete"), (2, "failed"), (3, "complete")]
+    assert "does not exist" in rounds[1]["error"]
+
+
 def test_a_round_of_a_removed_or_unknown_watch_fails_and_records_nothing(prefect_engine, settings, lake):
     from flows.watch import watch_round
     state = watch_round("nobody", return_state=True)
@@ -126,7 +144,7 @@ def test_a_watch_is_a_deployment_with_an_interval_schedule_on_the_searchlake_poo
     deployment = asyncio.run(read())
     assert str(deployment.id) == deployment_id
     assert deployment.work_pool_name == "searchlake" and deployment.entrypoint == "flows/watch.py:watch_round"
-    assert deployment.parameters == {"name": "solar"}
+    assert deployment.parameters == {"name": "solar"} and deployment.global_concurrency_limit.limit == 1
     assert [s.schedule.interval for s in deployment.schedules] == [timedelta(hours=6)]
     assert deployment.pull_steps == [{"prefect.deployments.steps.set_working_directory": {"directory": str(PROJECT)}}]
     assert (PROJECT / deployment.entrypoint.split(":")[0]).is_file()
