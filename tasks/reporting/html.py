@@ -155,8 +155,9 @@ def _html_changes(meta) -> str:
     if not isinstance(told, dict):
         return ""
     items = "".join(f"<li>{_e(str(line))}</li>" for line in told.get("changes", []))
-    return (f'<section id="changes"><h2>{_e(str(told.get("heading", "")))}</h2><p>{_e(str(told.get("summary", "")))}</p>'
-            + (f"<ul>{items}</ul>" if items else "") + "</section>")
+    heading, sentence = _e(str(told.get("heading", ""))), _e(str(told.get("summary", "")))
+    return (f'<section id="changes"><h2>{heading}</h2><p>{sentence}</p>' + (f"<ul>{items}</ul>" if items else "")
+            + "</section>")
 
 
 def render_html(report: ResearchReport) -> str:

@@ -38,7 +38,8 @@ def test_library_rounds_record_what_was_done_to_the_folder(prefect_engine, setti
     found = recorded(settings, "notes", 2)
     assert {kind: found[kind] for kind in TRACKED} == done.kinds
     assert moves_consistent(settings, "notes", 2)
-    assert second["changes"]["source_added"] == 1 and second["summary"].startswith("Round 2, since round 1: 1 new source")
+    assert second["changes"]["source_added"] == 1
+    assert second["summary"].startswith("Round 2, since round 1: 1 new source")
     third = watch_round("notes")  # nothing was done to the folder
     assert third["changes"] == {**NOTHING, "answer_unchanged": 1}
     assert "nothing changed since round 2" in third["summary"]
@@ -57,6 +58,8 @@ def test_library_rounds_record_what_was_done_to_the_folder(prefect_engine, setti
     # the report says it first; Prefect shows it and is told
     report = cli.run("report", "--task-id", "watch-notes")
     assert report.stdout.splitlines()[4:7] == ["## What changed", "", third["summary"]]
+    html = cli.run("report", "--task-id", "watch-notes", "--format", "html").stdout
+    assert -1 < html.find('<section id="changes">') < html.find('<section id="answer">')
     assert "round 3" in prefect_artifacts("watch-changes-notes")[0].data
     changed = watch_events("searchlake.watch.changed", "notes", [2])
     assert changed[0].payload["source_dropped"] == 1 and changed[0].resource.id == "searchlake.watch.notes"
