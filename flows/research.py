@@ -64,6 +64,7 @@ class RunContext:
     client: httpx.Client
     view: RunView
     counts: dict  # what the run record's counts say so far
+    query_prefix: str | None = None  # see research_flow
 
     @property
     def task_id(self) -> str:
@@ -83,10 +84,13 @@ def new_task_id(question: str) -> str:
 @flow(name="searchlake-research", task_runner=ThreadPoolTaskRunner(max_workers=16))
 def research_flow(question: str, task_id: str | None = None, library: str | None = None,
                   providers: list[str] | None = None, max_results: int | None = None,
-                  target: int | None = None, demand_id: str = "default", budget: dict | None = None) -> dict:
+                  target: int | None = None, demand_id: str = "default", budget: dict | None = None,
+                  query_prefix: str | None = None) -> dict:
     """One research run. Its parameters are a ResearchRequest's fields
     (ResearchRequest.flow_parameters), so that Prefect shows and stores them
-    one by one; the request is rebuilt from them here."""
+    one by one; the request is rebuilt from them here. query_prefix (a watch
+    round's "r3."): this run's query ids start with it, so that the run
+    searches afresh instead of resuming what earlier runs of the task landed."""
     request = ResearchRequest.build(question=question, task_id=task_id or new_task_id(question), library=library,
                                     providers=providers, max_results=max_results, target=target,
                                     demand_id=demand_id, budget=budget or {})
@@ -108,7 +112,7 @@ def research_flow(question: str, task_id: str | None = None, library: str | None
         try:
             with make_client(settings) as client:
                 outputs = _run(RunContext(request, trace_id, settings, names, target, budget, policy, client, view,
-                                          counts))
+                                          counts, query_prefix))
         except BaseException as exc:
             status, error = run_failure(exc, time.monotonic() - started)
             view.fail(status, error, run_finished(trace_id, status, **counts, error=error, outputs={},
@@ -226,9 +230,16 @@ def deeper(calls: list[SearchCall], depth: int) -> list[SearchCall]:
     return [replace(call, query=replace(call.query, query_id=f"{call.query.query_id}.n{depth}")) for call in calls]
 
 
+def prefixed(calls: list[SearchCall], prefix: str) -> list[SearchCall]:
+    """The same searches under query ids that start with `prefix` (r3.q1.library)."""
+    return [replace(call, query=replace(call.query, query_id=f"{prefix}{call.query.query_id}")) for call in calls]
+
+
 def _search(ctx: RunContext, plan: ResearchPlan, stage: str, depth: int | None = None) -> dict:
     names, view = ctx.names, ctx.view
     calls = route(plan, {name: provider_class(name) for name in names})
+    if ctx.query_prefix:
+        calls = prefixed(calls, ctx.query_prefix)
     if depth is not None:
         calls = deeper(calls, depth)
     landed = landed_task(ctx.task_id, ctx.settings)

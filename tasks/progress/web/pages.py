@@ -15,6 +15,7 @@ from tasks.reporting.report import ReportNotFound, load_report
 
 RUNS_SHOWN = 50
 SOURCES_SHOWN = 200
+CHANGES_SHOWN = 100
 
 
 def _records(catalog, name: str, params: list) -> list[dict[str, Any]]:
@@ -51,6 +52,7 @@ class TaskPage:
     drops: list[dict]
     answers: list[Answer]
     charts: list[charts.Chart] = field(default_factory=list)
+    changes: list[dict] = field(default_factory=list)  # a watched topic's, the latest round first
 
     @property
     def scores(self) -> dict[str, dict]:
@@ -84,5 +86,6 @@ def task_page(settings: Settings, task_id: str) -> TaskPage:
         per_provider = catalog.rows("web_provider_sources", [task_id])
         calls = _records(catalog, "web_provider_calls", [task_id])
         bins = dict(catalog.rows("web_score_bins", [task_id]))
+        page.changes = _records(catalog, "web_task_changes", [task_id, CHANGES_SHOWN])
     page.charts = charts.task_charts(per_provider, calls, bins)
     return page
