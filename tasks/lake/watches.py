@@ -78,7 +78,8 @@ def begin_round(catalog: Catalog, watch: Watch, run_id: str | None) -> int:
             cat.run("consolidate_token")  # a consolidation committing meanwhile conflicts, and runs again
             cat.run("watch_consolidated_clear", [topic])
             cat.run("cursor_delete", [topic])
-            cat.run("cursor_put", [topic, None, None, 0, high_water, 0])
+            cat.run("cursor_put", {"task_id": topic, "last_query_id": None, "last_source_id": None,
+                                 "consumed_count": 0, "last_snapshot": high_water, "output_rows": 0})
         cat.describe_commit("watch round", f"round {number} of {watch.name} starts", task_id=topic)
         return number
 
