@@ -256,7 +256,8 @@ def _bigram_tokens(text: str) -> list[str]:
 def library_pages(judged: JudgedSet) -> list[tuple[str, str, str]]:
     """(url, title, text) of every page, extracted as the library extracts them."""
     from tasks.common.settings import research_settings
-    from tasks.retrieval.providers.library.documents import DocumentFile, SkipFile, corpus_for, extract
+    from tasks.retrieval.providers.library.documents import DocumentFile, corpus_for
+    from tasks.retrieval.providers.library.extraction import SkipFile, extract
 
     pages = []
     for found in corpus_for(research_settings(judged.library, ["library"])).walk():
