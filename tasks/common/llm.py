@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import json_repair
 
-from tasks.common.errors import RemoteError
+from tasks.common.errors import InternalError, RemoteError
 from tasks.common.http import call, endpoint_url, json_body, make_client, require_success, safe_url, scrub
 from tasks.common.settings import Settings, secret_value
 
@@ -28,7 +28,7 @@ FORMAT_INSTRUCTIONS = (
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
 
 
-class LLMError(Exception):
+class LLMError(InternalError):
     """The model could not be reached or its answer could not be used."""
 
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from tasks.common.settings import Settings
 from tasks.retrieval.providers.registry import provider_class
+from tasks.common.errors import UserError
 
 
-class PreflightError(ValueError):
+class PreflightError(UserError, ValueError):
     """Something a run needs is missing; the message names all of it."""
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from tasks.common.text import counted
 from tasks.lake.catalog import Catalog
 from tasks.lake.exports import refresh_exports
+from tasks.common.errors import UserError
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class ConsolidationReport:
                 f"{self.sources_written} sources")
 
 
-class UnknownTask(LookupError):
+class UnknownTask(UserError, LookupError):
     """No bundle of this task has landed."""
 
 

@@ -48,12 +48,13 @@ from tasks.progress.events import list_runs, runs_of_task
 from tasks.progress.handoff import fingerprint
 from tasks.progress.web.guards import SESSION_COOKIE, Access
 from tasks.progress.web.pages import UnknownTaskPage, home_page, task_page
+from tasks.common.errors import UserError
 
 HERE = Path(__file__).resolve().parent
 MAX_QUESTION = 2000
 
 
-class LaunchRefused(ValueError):
+class LaunchRefused(UserError, ValueError):
     """The form asked for something that cannot start (one line for the page)."""
 
 

@@ -36,6 +36,7 @@ from pathlib import Path
 
 from tasks.common.settings import Settings
 from tasks.common.untrusted_files import FileRefused, is_utf8_name, printable_path, read_file_inside
+from tasks.common.errors import UserError
 
 SUFFIX_KINDS = {
     ".md": "markdown", ".markdown": "markdown",
@@ -78,7 +79,7 @@ class Corpus:
     walk: Callable[[], Iterator[DocumentFile | Skip]]
 
 
-class SkipFile(Exception):
+class SkipFile(UserError):
     """This file cannot be indexed; the message is the reason."""
 
 
