@@ -15,6 +15,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from schemas.bundle import MAX_CONTENT_CHARS
 from schemas.governance import BUDGET_VARIABLES, Budget
 from schemas.scoring import ScoringFile
+from tasks.common.errors import UserError
 from tasks.common.redaction import connection_string_passwords, redact, register, url_credentials
 
 # Settings holding URLs a user may write credentials into (user:password@, ?token=).
@@ -33,10 +34,26 @@ DUCKDB_CATALOG_FILE = "catalog.ducklake"
 MIN_SERVE_TOKEN = 16
 
 
+class InvalidSetting(UserError, ValueError):
+    """A setting's value is refused; the message names the first one refused."""
+
+    @classmethod
+    def first_of(cls, exc: ValidationError) -> "InvalidSetting":
+        first = exc.errors()[0]
+        return cls(f"invalid setting {'.'.join(map(str, first['loc']))}: "
+                   f"{first['msg'].removeprefix('Value error, ')}")
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="SEARCHLAKE_", env_file=".env", extra="ignore", populate_by_name=True
     )
+
+    def __init__(self, **values: Any) -> None:
+        try:
+            super().__init__(**values)
+        except ValidationError as exc:
+            raise InvalidSetting.first_of(exc) from exc
 
     home: Path = Field(default=Path("data"), description="Holds the lake and the catalog")
     lake: str | None = Field(default=None, description="Lake root: a folder or an fsspec URL")

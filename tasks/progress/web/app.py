@@ -42,13 +42,12 @@ from starlette.templating import Jinja2Templates
 from schemas.bundle import check_identifier
 from schemas.serve import ResearchRequest, is_malformed, request_error
 from tasks.common.settings import Settings
-from tasks.lake.catalog import CatalogBusy
 from tasks.lake.files import run_logs_root
 from tasks.progress.events import list_runs, runs_of_task
 from tasks.progress.handoff import fingerprint
 from tasks.progress.web.guards import SESSION_COOKIE, Access
 from tasks.progress.web.pages import UnknownTaskPage, home_page, task_page
-from tasks.common.errors import UserError
+from tasks.common.errors import TransientError, UserError
 
 HERE = Path(__file__).resolve().parent
 MAX_QUESTION = 2000
@@ -111,21 +110,21 @@ def page_routes(settings: Settings, launcher: Launcher | None, access: Access) -
                        providers=launcher.providers() if launcher else [], libraries=libraries)
         return templates.TemplateResponse(request, name, context, status_code=status_code)
 
-    def busy(request: Request, exc: CatalogBusy) -> Response:
+    def busy(request: Request, exc: TransientError) -> Response:
         return render(request, "message.html", 503, title="The lake is busy", message=str(exc.args[0]),
                       refresh=True)
 
     def home(request: Request, error: str | None = None, status_code: int = 200, form: dict | None = None):
         try:
             page = home_page(settings)
-        except CatalogBusy as exc:
+        except TransientError as exc:
             return busy(request, exc)
         return render(request, "home.html", status_code, page=page, error=error, form=form or {})
 
     def runs_fragment(request: Request) -> Response:
         try:
             page = home_page(settings)
-        except CatalogBusy:
+        except TransientError:
             return PlainTextResponse("", status_code=204)  # keep what the page shows
         return render(request, "runs_fragment.html", page=page)
 
@@ -209,7 +208,7 @@ def page_routes(settings: Settings, launcher: Launcher | None, access: Access) -
         except UnknownTaskPage:
             return render(request, "message.html", 404, title="Unknown task",
                           message=f"nothing in the lake names task {task_id}")
-        except CatalogBusy as exc:
+        except TransientError as exc:
             return busy(request, exc)
         return render(request, "task.html", page=page)
 
