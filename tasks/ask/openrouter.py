@@ -23,7 +23,7 @@ from schemas.ask import UrlCitation
 from schemas.urls import domain_of
 from tasks.ask.plan import AskPlan
 from tasks.common.errors import RemoteError
-from tasks.common.http import Attempt, call, json_body, scrub, status_error, user_agent
+from tasks.common.http import Attempt, CallPolicy, Outbound, call, json_body, scrub, status_error, user_agent
 
 log = logging.getLogger(__name__)
 
@@ -74,9 +74,9 @@ def exchange(client: httpx.Client, url: str, body: dict, key: str, plan: AskPlan
     result = Exchange()
     started = time.monotonic()
     try:
-        doc = call(client, "POST", url, json=body, headers=headers, timeout=plan.timeout, retries=1,
-                   secrets=(key, *secrets), max_retry_wait=retry_after_max, read=_completion,
-                   attempts=result.attempts)
+        doc = call(client, Outbound("POST", url, headers=headers, json=body),
+                   CallPolicy(retries=1, timeout=plan.timeout, max_retry_wait=retry_after_max, secrets=(key, *secrets)),
+                   read=_completion, attempts=result.attempts)
         # A server may echo the request, and with it the key.
         result.doc = scrub(doc, (key, *secrets))
     except RemoteError as exc:

@@ -16,7 +16,8 @@ import httpx
 import json_repair
 
 from tasks.common.errors import InternalError, RemoteError
-from tasks.common.http import call, endpoint_url, json_body, make_client, require_success, safe_url, scrub
+from tasks.common.http import (CallPolicy, Outbound, call, endpoint_url, json_body, make_client, require_success,
+                               safe_url, scrub)
 from tasks.common.settings import Settings, secret_value
 
 THOUGHT_MARK = "---THOUGHT---"
@@ -83,8 +84,9 @@ def chat(config: LLMConfig, messages: list[dict], *, client: httpx.Client | None
     client = client or make_client(timeout=config.timeout)
     started = time.monotonic()
     try:
-        doc = call(client, "POST", endpoint_url(config.base_url, "chat/completions"), json=body, headers=headers,
-                   timeout=config.timeout, retries=config.retries, secrets=secrets, read=_completion)
+        url = endpoint_url(config.base_url, "chat/completions")
+        doc = call(client, Outbound("POST", url, headers=headers, json=body),
+                   CallPolicy(retries=config.retries, timeout=config.timeout, secrets=secrets), read=_completion)
     except RemoteError as exc:
         raise LLMError(_failure(config, exc)) from None
     finally:
