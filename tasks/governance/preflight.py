@@ -25,10 +25,7 @@ def preflight(settings: Settings, provider_names: list[str]) -> None:
 
 
 def _provider_problems(name: str, settings: Settings) -> list[str]:
-    cls = provider_class(name)
-    if cls.key_setting and cls.key_required and not getattr(settings, cls.key_setting):
-        return [f"{name} needs {cls.key_setting.upper()}"]
-    return cls.problems(settings)
+    return provider_class(name).preflight(settings)
 
 
 def _llm_problems(settings: Settings) -> list[str]:

@@ -35,6 +35,7 @@ from urllib.parse import urljoin
 import httpx
 
 from tasks.common.settings import Settings
+from tasks.retrieval.providers.searxng import SearxngSettings
 from tasks.common.http import CallPolicy, Outbound, call, deadline, redact, safe_url, scrub, status_error
 from tasks.common.errors import RemoteError
 
@@ -62,8 +63,9 @@ def configured_hosts(settings: Settings) -> frozenset[str]:
     """Hosts the user pointed searchlake at (a SearXNG instance on the LAN),
     which may be fetched even when they are private."""
     hosts = set()
-    if settings.searxng_url:
-        host = httpx.URL(settings.searxng_url).host
+    searxng = settings.section(SearxngSettings).credential
+    if searxng:
+        host = httpx.URL(searxng).host
         if host:
             hosts.add(host.lower())
     return frozenset(hosts)
