@@ -353,7 +353,8 @@ def test_protocol_attributes(cls):
 @every_provider
 def test_401_is_http_401_without_retry(cls, sleeps):
     # An API that echoes the key back must not get it into our message.
-    echo = httpx.Response(401, json={"error": f"invalid key {SECRETS.get(next(iter(cls.settings_class.model_fields)) if cls.settings_class else None)}"})
+    key_field = next(iter(cls.settings_class.model_fields)) if cls.settings_class else None
+    echo = httpx.Response(401, json={"error": f"invalid key {SECRETS.get(key_field)}"})
     server = Server(echo)
     with pytest.raises(RemoteError) as err:
         run(cls, server)
