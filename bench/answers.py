@@ -147,13 +147,12 @@ def save_input(judged: JudgedSet, question: dict, task_id: str) -> dict | None:
     report's synthesis, kept for --resynth; the synthesis is returned."""
     from tasks.common.settings import Settings
     from tasks.lake.catalog import open_catalog
-    from tasks.reporting.report import load_report
+    from tasks.reporting.report import load_report, read_synthesis_input
     from tasks.retrieval.plan_store import selected_source_ids, stored_plan
-    from tasks.synthesis.synthesizer import synthesis_input
 
     with open_catalog(Settings(), "answers: input", read_only=True) as catalog:
-        material = synthesis_input(catalog, task_id, stored_plan(catalog, task_id), question=question["question"],
-                                   source_ids=selected_source_ids(catalog, task_id))
+        material = read_synthesis_input(catalog, task_id, stored_plan(catalog, task_id), question=question["question"],
+                                        source_ids=selected_source_ids(catalog, task_id))
         try:
             report = json.loads(load_report(catalog, task_id, "json"))
         except Exception:  # the run failed before its report

@@ -1,14 +1,19 @@
-"""What every flow shares: settings defaults and the retry rule."""
+"""What every flow shares: Prefect's defaults for this project and the retry rule."""
 
 from __future__ import annotations
 
 import os
 
-# Prefect's telemetry cannot reach out from here and would log an error.
-os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-# Prefect's temporary server gives up after 20 s; on a busy machine it needs
-# longer (seen: 25 s), and waiting beats failing the run.
-os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
+
+def use_prefect_defaults() -> None:
+    """Settings Prefect must see before it is imported; a value already in
+    the environment wins. flows/__init__.py calls this, so every flow module
+    and the command line start with them."""
+    # Prefect's telemetry cannot reach out from here and would log an error.
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    # Prefect's temporary server gives up after 20 s; on a busy machine it needs
+    # longer (seen: 25 s), and waiting beats failing the run.
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
 
 
 def retry_when_busy(task, task_run, state) -> bool:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from flows import common  # noqa: F401  (sets Prefect defaults before import)
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run

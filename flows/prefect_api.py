@@ -1,13 +1,12 @@
 """Reaching the Prefect API a flow reports to, and saying in one line when it
 cannot be reached: PREFECT_API_URL when set, otherwise the temporary server
 Prefect starts for this process (given longer to start than Prefect's 20 s,
-see flows/common.py)."""
+see flows/common.py, applied by flows/__init__.py)."""
 
 from __future__ import annotations
 
 import os
 
-from flows import common  # noqa: F401  (sets Prefect defaults before import)
 from tasks.common.errors import UserError
 
 

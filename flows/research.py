@@ -15,7 +15,6 @@ import uuid
 from dataclasses import replace
 from datetime import datetime, timezone
 
-from flows import common  # noqa: F401  (sets Prefect defaults before import)
 from prefect import flow
 from prefect.futures import as_completed
 from prefect.runtime import flow_run

@@ -6,7 +6,6 @@ from __future__ import annotations
 import threading
 import time
 
-from flows import common  # noqa: F401  (sets Prefect defaults before import)
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
@@ -17,13 +16,13 @@ from schemas.plan import PlannedQuery, ResearchPlan
 from tasks.lake.catalog import open_catalog
 from tasks.common.settings import Settings
 from tasks.lake.consolidation import ConsolidationReport, consolidate
-from tasks.lake.landing import land_as_it_arrives
+from tasks.lake.arrivals import land_as_it_arrives
 from tasks.common.llm import LLMConfig
 from tasks.retrieval.planning import PlanOutcome, plan_question
 from tasks.governance.policy import load_policy
 from tasks.retrieval.providers.registry import build_provider, enabled_names, provider_class
-from tasks.governance.filters import (StageOutput, coarse_filter, hard_filter, load_candidates, page_fetcher,
-                           quality_filter)
+from tasks.governance.filters import StageOutput, coarse_filter, hard_filter, load_candidates
+from tasks.governance.quality import page_fetcher, quality_filter
 from tasks.reporting.report import publish_report, render_markdown
 from tasks.retrieval.plan_store import (QuestionMismatch, landed_query_ids, log_skipped_files, store_plan,
                                   stored_plan)

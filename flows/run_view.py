@@ -1,6 +1,6 @@
 """Everything that watches a research run, fed from one place: the trace
-(JSONL + run_events, spec 003), the progress events (JSONL for `serve`,
-spec 002), and the terminal when a person is watching."""
+(JSONL + run_events), the progress events (JSONL for `serve`; docs/web.md),
+and the terminal when a person is watching."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from typing import Iterator
 from flows import observer
 from schemas.governance import GateResult
 from tasks.common.settings import Settings
-from tasks.governance.runs import INTERRUPTED, InterruptedRun, RunRecord, TraceLog, close_dead_runs
+from tasks.governance.runs import INTERRUPTED, InterruptedRun, RunRecord, close_dead_runs
+from tasks.governance.trace import TraceLog
 from tasks.lake.files import run_logs_root
 from tasks.progress.events import EventLog, ProgressTracker, end_log, events_path
 

@@ -1,4 +1,4 @@
-"""Single-shot "search + summary" (spec 004): per-call options, the parsed
+"""Single-shot "search + summary" (docs/ask.md): per-call options, the parsed
 citations, and what `ask` returns."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from schemas.bundle import Identifier
 
 ContextSize = Literal["low", "medium", "high"]
 # "auto" leaves the engine out of the request: OpenRouter then uses the
-# model's native search when it has one, Exa otherwise (spec 004, FR-003).
+# model's native search when it has one, Exa otherwise; users get no engine option.
 Engine = Literal["auto", "native", "exa"]
-# plugin: `plugins: [{"id": "web"}]` + `web_search_options` (the form spec 004 names);
+# plugin: `plugins: [{"id": "web"}]` + `web_search_options` (the default form);
 # server_tool: `tools: [{"type": "openrouter:web_search"}]`, OpenRouter's newer form.
 SearchMode = Literal["plugin", "server_tool"]
 AskStatus = Literal["ok", "failed", "over_budget"]
@@ -28,8 +28,8 @@ class AskOptions(BaseModel):
     max_results: int | None = Field(default=None, ge=0, le=10)
     search_context_size: ContextSize | None = None
     search_mode: SearchMode | None = None
-    # For maintainers and tests; spec 004 keeps engine choice away from users,
-    # so the CLI should not offer it.
+    # For maintainers and tests; engine choice is kept away from users (OpenRouter
+    # picks the best available), so the CLI does not offer it.
     engine: Engine = "auto"
     model: str | None = Field(default=None, min_length=1)
     max_cost: float | None = Field(default=None, ge=0)

@@ -4,7 +4,7 @@ SearchResultStats and SearchReadCursor."""
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -22,6 +22,7 @@ from pydantic import (
 )
 from typing_extensions import NotRequired, Required, TypedDict
 
+from schemas.timestamps import to_utc
 from schemas.urls import check_lake_url, source_id_for
 
 _IDENTIFIER = re.compile(r"\w[\w.\-]{0,127}")
@@ -47,12 +48,6 @@ def _require_iso_text(value: Any) -> Any:
     if is_number or is_number_text:
         raise ValueError("must be an ISO 8601 timestamp string, not a number")
     return value
-
-
-def to_utc(value: datetime) -> datetime:
-    if value.tzinfo is None:
-        return value.replace(tzinfo=timezone.utc)
-    return value.astimezone(timezone.utc)
 
 
 def _to_utc_in_range(value: datetime) -> datetime:

@@ -1,4 +1,4 @@
-"""Progress events: one JSON object per SSE `data:` line (spec 002).
+"""Progress events: one JSON object per SSE `data:` line (docs/web.md, "Progress events").
 
 Wire names are camelCase (`stepId`, `stepType`) because front ends already
 read that shape; Python code uses snake_case through the aliases.
@@ -41,7 +41,7 @@ class ProgressEvent(BaseModel):
     progress: float = Field(ge=0.0, le=1.0)
     label: str = ""
     payload: EventPayload = Field(default_factory=EventPayload)
-    # not in spec 002's example; additive, so followers can order and audit lines
+    # beyond the event shape front ends read; additive, so followers can order and audit lines
     ts: datetime = Field(default_factory=_now)
 
     @model_validator(mode="after")
@@ -59,8 +59,9 @@ class ProgressEvent(BaseModel):
         return self.step_type == PIPELINE and self.status in TERMINAL_STATUSES
 
     def to_wire(self) -> dict[str, Any]:
-        """The spec-002 JSON object: absent payload parts are left out, except
-        that an error event says `result: null` explicitly, as the spec asks."""
+        """The event as front ends read it: absent payload parts are left out,
+        except that an error event says `result: null` explicitly, so a reader
+        can tell a failed step from one that has not reported yet."""
         doc = self.model_dump(mode="json", by_alias=True, exclude={"payload"})
         payload = self.payload.model_dump(mode="json", exclude_none=True)
         if self.status == "error":

@@ -1,4 +1,4 @@
-"""Contracts of the governed search pipeline (spec 003): the run's budget,
+"""Contracts of the governed search pipeline (docs/research.md): the run's budget,
 the per-demand search policy, and what stages and gates report.
 
 Budget and Policy validate themselves and fail with ONE line naming the
@@ -130,7 +130,7 @@ class Budget(BaseModel):
         return cls(labels, **values)
 
     def cap_target(self, target: int) -> int:
-        """The effective target: never above max_target_count (spec 003 §2.2)."""
+        """The effective target: never above max_target_count, so a run cannot grow without bound."""
         return min(int(target), self.max_target_count)
 
     def to_dict(self) -> dict[str, int]:
@@ -161,7 +161,7 @@ PolicyNumber = Annotated[float, BeforeValidator(_not_a_boolean)]
 
 
 class Policy(BaseModel):
-    """How one demand's search is judged (spec 003 §2.1, SearchAgentPolicy).
+    """How one demand's search is judged (docs/research.md, "Policy").
     Values may be text as typed on a command line ("2.5", "false")."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -249,7 +249,7 @@ LOCAL_LIBRARY = "local library"
 
 @dataclass
 class Publisher:
-    """Who published the selected sources (spec 003 Stage 6, accounts).
+    """Who published the selected sources (the run's publishers stage).
 
     `publisher` is the URL's host without a leading "www." (see
     tasks.governance.filters.publisher_of), not the registrable domain: the registrable

@@ -1,10 +1,10 @@
 """Contracts of the synthesis, modeling and reporting steps.
 
-`SynthesisResult` is the synthesis agent's output (spec 001:
-synthesized_insights, key_data_points, contradictions_or_gaps, each claim
-cited and marked for citability). `ModelBlueprint` and `ResearchReport`
-follow spec 002 field for field (camelCase on the wire; dump with
-`by_alias=True`); fields beyond the spec are additions, never renames.
+`SynthesisResult` is the synthesis agent's output (synthesized_insights,
+key_data_points, contradictions_or_gaps, each claim cited and marked for
+citability). `ModelBlueprint` and `ResearchReport` keep the field names
+report readers already rely on (camelCase on the wire; dump with
+`by_alias=True`); fields are added, never renamed (docs/reports.md).
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ class SynthesisResult(BaseModel):
         return [c for item in groups for c in item.citations]
 
 
-# -- spec 002: ModelBlueprint -------------------------------------------------
+# -- ModelBlueprint -----------------------------------------------------------
 
 class _Contract(BaseModel):
     # Accept both the wire name and the Python name so blueprints read from
@@ -147,7 +147,7 @@ class ModelBlueprint(_Contract):
         return self.model_dump(mode="json", by_alias=True)
 
 
-# -- spec 002: ResearchReport -------------------------------------------------
+# -- ResearchReport -----------------------------------------------------------
 
 class OutlineSection(_Contract):
     heading: str
@@ -189,7 +189,7 @@ class ResearchReport(_Contract):
     outline: list[OutlineSection] = Field(default_factory=list)
     sources: list[ReportSource] = Field(default_factory=list)
     metadata: ReportMetadata = Field(default_factory=ReportMetadata)
-    # Additions to spec 002 (backward compatible): the structured material the
+    # Additions to the report's fields (backward compatible): the structured material the
     # report was written from, so report.json alone is auditable and the HTML
     # renderer needs nothing else.
     synthesis: SynthesisResult | None = None

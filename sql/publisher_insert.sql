@@ -1,4 +1,5 @@
--- The publishers of a run. ?: trace_id, task_id, publishers, article_counts,
--- sample_titles (JSON texts), source_urls (JSON texts)
+-- The publishers of a run, one list element per row (lists zip);
+-- sample_titles and source_urls are JSON texts.
 INSERT INTO publisher_log (trace_id, task_id, publisher, article_count, sample_titles, source_urls)
-SELECT ?, ?, unnest(?::VARCHAR[]), unnest(?::INTEGER[]), unnest(?::JSON[]), unnest(?::JSON[]);
+SELECT $trace_id, $task_id, unnest($publishers::VARCHAR[]), unnest($article_counts::INTEGER[]),
+       unnest($sample_titles::JSON[]), unnest($source_urls::JSON[]);

@@ -76,8 +76,8 @@ ALTER TABLE results SET PARTITIONED BY (task_id);
 -- lakes made before it; their earlier rows have none.
 ALTER TABLE results ADD COLUMN IF NOT EXISTS error_message VARCHAR;
 
--- One row per source and task: the consolidated output (schemas/rows.py
--- CONSOLIDATED), replaced per task by each consolidation.
+-- One row per source and task: the consolidated output (sql/consolidate_merge.sql
+-- writes it), replaced per task by each consolidation.
 CREATE TABLE IF NOT EXISTS consolidated (
     task_id         VARCHAR NOT NULL,
     source_id       VARCHAR NOT NULL,

@@ -1,4 +1,4 @@
--- The governed search pipeline (spec 003): per-demand search policies and
+-- The governed search pipeline (docs/research.md): per-demand search policies and
 -- the record of every governed run. Tables carry a _log/_table suffix so that
 -- the analysts' names (runs, run_events, selections, drops, publishers,
 -- publisher_sources) can be views (views_60_governance.sql). Idempotent.

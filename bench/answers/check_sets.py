@@ -26,7 +26,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tasks.retrieval.providers.library import documents  # noqa: E402
+from tasks.retrieval.providers.library import documents, extraction  # noqa: E402
 
 KINDS = {"lookup", "measure", "procedure", "multi-part", "yes-no", "definition", "uncovered"}
 CJK = re.compile(r"[\u3400-\u9fff]")
@@ -43,7 +43,7 @@ def page_text(library: Path | None, page: str, warnings: list[str]) -> str | Non
 
         if page not in topics.topics:
             return None
-        return documents.extract("pydoc", topics.topics[page].encode("utf-8"), page).text
+        return extraction.extract("pydoc", topics.topics[page].encode("utf-8"), page).text
     path = library / page
     if not path.is_file():
         return None
@@ -53,17 +53,17 @@ def page_text(library: Path | None, page: str, warnings: list[str]) -> str | Non
         kind = "text"
     data = path.read_bytes()
     try:
-        return documents.extract(kind, data, str(path)).text
-    except documents.SkipFile as skipped:
+        return extraction.extract(kind, data, str(path)).text
+    except extraction.SkipFile as skipped:
         warnings.append(f"{page}: the product's extractor skips it ({skipped})")
-    saved = documents._mostly_links
-    documents._mostly_links = lambda root: False
+    saved = extraction._mostly_links
+    extraction._mostly_links = lambda root: False
     try:
-        return documents.extract(kind, data, str(path)).text
-    except documents.SkipFile:
+        return extraction.extract(kind, data, str(path)).text
+    except extraction.SkipFile:
         return ""
     finally:
-        documents._mostly_links = saved
+        extraction._mostly_links = saved
 
 
 def match_size_note(match: str) -> str | None:

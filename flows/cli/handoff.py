@@ -6,6 +6,8 @@ draw the terminal progress, then prints the summary as a local run does."""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from typing import TextIO
 
 from flows.cli.common import UserError, err
 from tasks.common.settings import Settings
@@ -60,41 +62,72 @@ def follow_in_terminal(config: Settings, task_id: str, run_id: str, server_pid: 
     """Draw the run's events as the local terminal view does, until its last
     event (or until the server running it is gone)."""
     from flows.cli.console import TerminalObserver
-    from tasks.common.processes import alive
     from tasks.lake.files import run_logs_root
-    from tasks.progress.events import events_path, parse_line
+    from tasks.progress.events import events_path
     path = events_path(run_logs_root(config), task_id, run_id)
     with TerminalObserver(err) as watch, open(path, encoding="utf-8") as handle:
-        planned = False
-        pending = ""
-        while True:
-            chunk = handle.readline()
-            if not chunk:
-                if not alive(server_pid):
-                    raise UserError(f"the searchlake serve process running {task_id} stopped; "
-                                    f"run again with --task-id {task_id} to resume")
-                time.sleep(0.05)
-                continue
-            pending += chunk
-            if not pending.endswith("\n"):
-                continue
-            event, pending = parse_line(pending), ""
-            if event is None:
-                continue
-            metadata = event.payload.metadata or {}
-            if event.is_terminal:
-                return
-            if event.step_type == "pipeline":
-                for line in metadata.get("plan", []):
-                    watch.note(line)
-            elif "gate" in metadata:
-                if metadata["outcome"] != "pass":
-                    watch.note(f"gate {metadata['gate']}: {metadata['outcome']} — {metadata['reason']}")
-            elif event.status == "start":
-                watch.step(event.step_type, event.label)
-                planned = False  # a deeper or fallback search draws a bar of its own
-            elif "provider" in metadata and "total" in metadata:
-                if not planned:
-                    watch.searches_planned(metadata["total"])
-                    planned = True
-                watch.search_done(metadata["provider"], metadata["query_id"], metadata["items"], metadata["failed"])
+        drawing = _Drawing(watch)
+        for event in _events_until_the_last(handle, task_id, server_pid):
+            drawing.draw(event)
+
+
+def _events_until_the_last(handle: TextIO, task_id: str, server_pid: int) -> Iterator:
+    """The run's events as the server appends them, up to (not with) its terminal one."""
+    from tasks.progress.events import parse_line
+    for line in _whole_lines(handle, task_id, server_pid):
+        event = parse_line(line)
+        if event is None:
+            continue
+        if event.is_terminal:
+            return
+        yield event
+
+
+def _whole_lines(handle: TextIO, task_id: str, server_pid: int) -> Iterator[str]:
+    """Lines of a file being written, each once it is whole; waits at its end
+    while the server that writes it lives."""
+    from tasks.common.processes import alive
+    pending = ""
+    while True:
+        chunk = handle.readline()
+        if not chunk:
+            if not alive(server_pid):
+                raise UserError(f"the searchlake serve process running {task_id} stopped; "
+                                f"run again with --task-id {task_id} to resume")
+            time.sleep(0.05)
+            continue
+        pending += chunk
+        if pending.endswith("\n"):
+            yield pending
+            pending = ""
+
+
+class _Drawing:
+    """One run's events drawn on the terminal observer."""
+
+    def __init__(self, watch) -> None:
+        self.watch = watch
+        self.planned = False  # whether the current search's bar is drawn
+
+    def draw(self, event) -> None:
+        metadata = event.payload.metadata or {}
+        if event.step_type == "pipeline":
+            for line in metadata.get("plan", []):
+                self.watch.note(line)
+        elif "gate" in metadata:
+            self._gate(metadata)
+        elif event.status == "start":
+            self.watch.step(event.step_type, event.label)
+            self.planned = False  # a deeper or fallback search draws a bar of its own
+        elif "provider" in metadata and "total" in metadata:
+            self._search_done(metadata)
+
+    def _gate(self, metadata: dict) -> None:
+        if metadata["outcome"] != "pass":
+            self.watch.note(f"gate {metadata['gate']}: {metadata['outcome']} — {metadata['reason']}")
+
+    def _search_done(self, metadata: dict) -> None:
+        if not self.planned:
+            self.watch.searches_planned(metadata["total"])
+            self.planned = True
+        self.watch.search_done(metadata["provider"], metadata["query_id"], metadata["items"], metadata["failed"])

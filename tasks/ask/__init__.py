@@ -1,1 +1,1 @@
-"""Single-shot search + summary through OpenRouter (spec 004)."""
+"""Single-shot search + summary through OpenRouter (docs/ask.md)."""

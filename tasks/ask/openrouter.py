@@ -1,6 +1,7 @@
-"""The OpenRouter side of an ask (spec 004): the chat-completions request
-with web search turned on, sent with at most one retry, and the completion
-read back into its answer, `url_citation` annotations and usage.
+"""The OpenRouter side of an ask (docs/ask.md): the chat-completions request
+with web search turned on, sent through the shared chat client
+(tasks.common.llm.post_completion) with at most one retry, and the
+completion read back into its answer, `url_citation` annotations and usage.
 
 Failure policy: a failed request is retried once (after Retry-After, capped),
 then the exchange reports one clear line. 401/402/403 are not retried: a bad
@@ -23,7 +24,8 @@ from schemas.ask import UrlCitation
 from schemas.urls import domain_of
 from tasks.ask.plan import AskPlan
 from tasks.common.errors import RemoteError
-from tasks.common.http import Attempt, CallPolicy, Outbound, call, json_body, scrub, status_error, user_agent
+from tasks.common.http import Attempt, CallPolicy, json_body, status_error, user_agent
+from tasks.common.llm import choice_message, post_completion
 
 log = logging.getLogger(__name__)
 
@@ -67,18 +69,15 @@ class Exchange:
 
 def exchange(client: httpx.Client, url: str, body: dict, key: str, plan: AskPlan,
              retry_after_max: float, secrets: tuple[str, ...] = ()) -> Exchange:
-    """The request through the shared HTTP path, retried once; every attempt
-    is recorded, and the failure (if any) is the last attempt's error."""
-    headers = {"Authorization": f"Bearer {key}", "User-Agent": user_agent(),
-               "X-Title": APP_TITLE, "X-OpenRouter-Title": APP_TITLE}
+    """The request through the shared chat client, retried once; every
+    attempt is recorded, and the failure (if any) is the last attempt's error."""
+    headers = {"User-Agent": user_agent(), "X-Title": APP_TITLE, "X-OpenRouter-Title": APP_TITLE}
     result = Exchange()
     started = time.monotonic()
     try:
-        doc = call(client, Outbound("POST", url, headers=headers, json=body),
-                   CallPolicy(retries=1, timeout=plan.timeout, max_retry_wait=retry_after_max, secrets=(key, *secrets)),
-                   read=_completion, attempts=result.attempts)
-        # A server may echo the request, and with it the key.
-        result.doc = scrub(doc, (key, *secrets))
+        policy = CallPolicy(retries=1, timeout=plan.timeout, max_retry_wait=retry_after_max, secrets=secrets)
+        result.doc = post_completion(client, url, body, key=key, policy=policy, headers=headers, read=_completion,
+                                     attempts=result.attempts)
     except RemoteError as exc:
         log.warning("ask %s failed: %s", plan.message_id, exc.reason)
     result.duration_ms = int((time.monotonic() - started) * 1000)
@@ -111,16 +110,6 @@ def _unusable(reason: str) -> RemoteError:
 
 
 # -- reading the answer ------------------------------------------------------------
-
-def choice_message(doc: dict) -> dict | None:
-    """The assistant message of the first choice, where the answer and its
-    annotations are; None when the document is not a chat completion."""
-    try:
-        message = doc["choices"][0]["message"]
-    except (KeyError, IndexError, TypeError):
-        return None
-    return message if isinstance(message, dict) else None
-
 
 def parse_citations(doc: dict, message_id: str, fetched_at: datetime) -> list[UrlCitation]:
     """`url_citation` annotations, in order. Tolerates both the nested

@@ -1,4 +1,4 @@
-"""What one ask (spec 004) will do: the settings and per-call options
+"""What one ask (docs/ask.md) will do: the settings and per-call options
 resolved into an AskPlan, plus the errors an ask raises.
 
 The errors live here, below both tasks.ask.openrouter and tasks.ask.single_shot, because

@@ -1,4 +1,4 @@
-"""Single-shot "search + summary" (spec 004): one OpenRouter chat completion
+"""Single-shot "search + summary" (docs/ask.md): one OpenRouter chat completion
 with web search turned on returns both the answer and its `url_citation`
 annotations, so no separate search round and summary round are needed.
 
@@ -40,15 +40,16 @@ from tasks.lake.catalog import Catalog, commit_scope, open_catalog
 from tasks.common.settings import Settings, secret_value
 from tasks.common.text import counted
 from tasks.common.http import endpoint_url, make_client, redact
+from tasks.common.llm import choice_message
 from tasks.lake.files import Lake, LakeWrite
 from tasks.lake.landing import land_bundles
-from tasks.ask.openrouter import Exchange, Usage, choice_message, exchange, parse_citations, parse_usage, request_body
+from tasks.ask.openrouter import Exchange, Usage, exchange, parse_citations, parse_usage, request_body
 
 log = logging.getLogger(__name__)
 
 PROVIDER = "openrouter"
 ASK_STEP = "search_summary"
-ASK_STEPS = [(ASK_STEP, 1.0, "搜索+摘要 search + summary")]  # spec 004 FR-016: one step, not two
+ASK_STEPS = [(ASK_STEP, 1.0, "搜索+摘要 search + summary")]  # one step, not "search" then "summary"
 RESPONSE_FILE = "openrouter_response.json"
 
 
@@ -120,17 +121,26 @@ def record(catalog: Catalog, plan: AskPlan, ex: Exchange, outcome: Outcome, body
     reason = redact(outcome.failure_reason, [key]) if outcome.failure_reason else None
 
     def rows(cat: Catalog) -> None:
-        cat.run("ask_message_insert", [
-            plan.message_id, plan.task_id, plan.query_id, plan.question, outcome.answer, plan.model,
-            plan.engine, plan.search_mode, plan.search_context_size, plan.max_results, len(ex.attempts),
-            len(outcome.citations), no_citations, outcome.usage.cost, plan.max_cost,
-            outcome.usage.prompt_tokens, outcome.usage.completion_tokens, outcome.usage.web_search_requests,
-            ex.duration_ms, ex.http_status, outcome.status, reason,
-            _scrubbed_json([asdict(a) for a in ex.attempts], key), raw_path, plan.created_at,
-        ])
+        cat.run("ask_message_insert", {
+            "message_id": plan.message_id, "task_id": plan.task_id, "query_id": plan.query_id,
+            "question": plan.question, "answer": outcome.answer, "model": plan.model, "engine": plan.engine,
+            "search_mode": plan.search_mode, "search_context_size": plan.search_context_size,
+            "max_results": plan.max_results, "request_count": len(ex.attempts),
+            "citation_count": len(outcome.citations), "no_citations": no_citations,
+            "cost": outcome.usage.cost, "max_cost": plan.max_cost,
+            "prompt_tokens": outcome.usage.prompt_tokens, "completion_tokens": outcome.usage.completion_tokens,
+            "web_search_requests": outcome.usage.web_search_requests, "duration_ms": ex.duration_ms,
+            "http_status": ex.http_status, "status": outcome.status, "failure_reason": reason,
+            "attempts": _scrubbed_json([asdict(a) for a in ex.attempts], key), "raw_path": raw_path,
+            "created_at": plan.created_at,
+        })
         for c in outcome.citations:
-            cat.run("ask_citation_insert", [c.citation_id, plan.message_id, plan.task_id, c.position, c.url,
-                                            c.title, c.content, c.start_index, c.end_index, c.domain, c.fetched_at])
+            cat.run("ask_citation_insert", {
+                "citation_id": c.citation_id, "message_id": plan.message_id, "task_id": plan.task_id,
+                "position": c.position, "url": c.url, "title": c.title, "content": c.content,
+                "start_index": c.start_index, "end_index": c.end_index, "domain": c.domain,
+                "fetched_at": c.fetched_at,
+            })
         if no_citations and outcome.status == "ok":
             cat.run("ask_review_add", [plan.message_id, plan.task_id, "no_citations", plan.created_at,
                                        _scrubbed_json(ex.doc, key)])
@@ -226,7 +236,8 @@ def _record(settings: Settings, plan: AskPlan, ex: Exchange, outcome: Outcome, b
 
 
 def _log(plan: AskPlan, ex: Exchange, outcome: Outcome) -> None:
-    """The observability line of spec 004 FR-010; never the key or the body."""
+    """One line per ask: request count, engine, context size, max_results, citations,
+    failure reason; never the key or the body."""
     level = logging.INFO if outcome.status == "ok" and outcome.citations else logging.WARNING
     log.log(level, "ask %s task=%s status=%s requests=%d engine=%s mode=%s context=%s max_results=%d "
             "citations=%d no_citations=%s cost=%s reason=%s", plan.message_id, plan.task_id, outcome.status,

@@ -1,5 +1,6 @@
-"""A client for any OpenAI-compatible chat endpoint (OpenRouter, DashScope's
-compatible mode, Ollama, vLLM) and the ---THOUGHT--- / ---JSON--- answer
+"""The one client for OpenAI-compatible chat endpoints (OpenRouter, DashScope's
+compatible mode, Ollama, vLLM): post_completion, used by chat() here and by
+the ask stage (tasks/ask/openrouter.py, with its own answer checks); and the ---THOUGHT--- / ---JSON--- answer
 format: the model thinks freely, then writes one JSON document, which is
 parsed and repaired for what models commonly break (code fences, comments,
 trailing or missing commas, prose around it)."""
@@ -9,15 +10,16 @@ from __future__ import annotations
 import json
 import re
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import httpx
 import json_repair
 
 from tasks.common.errors import InternalError, RemoteError
-from tasks.common.http import (CallPolicy, Outbound, call, endpoint_url, json_body, make_client, require_success,
-                               safe_url, scrub)
+from tasks.common.http import (Attempt, CallPolicy, Outbound, call, endpoint_url, json_body, make_client,
+                               require_success, safe_url, scrub)
 from tasks.common.settings import Settings, secret_value
 
 THOUGHT_MARK = "---THOUGHT---"
@@ -78,35 +80,56 @@ def chat(config: LLMConfig, messages: list[dict], *, client: httpx.Client | None
     """One chat completion through the shared HTTP path; errors become
     LLMError, and neither they nor the answer carry a configured secret."""
     body = {"model": config.model, "messages": messages, "temperature": config.temperature, **(extra or {})}
-    headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
-    secrets = (config.api_key, *config.secrets)
     owned = client is None
     client = client or make_client(timeout=config.timeout)
     started = time.monotonic()
     try:
-        url = endpoint_url(config.base_url, "chat/completions")
-        doc = call(client, Outbound("POST", url, headers=headers, json=body),
-                   CallPolicy(retries=config.retries, timeout=config.timeout, secrets=secrets), read=_completion)
+        doc = post_completion(client, endpoint_url(config.base_url, "chat/completions"), body, key=config.api_key,
+                              policy=CallPolicy(retries=config.retries, timeout=config.timeout, secrets=config.secrets))
     except RemoteError as exc:
         raise LLMError(_failure(config, exc)) from None
     finally:
         if owned:
             client.close()
-    doc = scrub(doc, secrets)
     usage = doc.get("usage") if isinstance(doc.get("usage"), dict) else {}
-    return ChatAnswer(content=doc["choices"][0]["message"].get("content") or "", model=doc.get("model"),
+    return ChatAnswer(content=choice_message(doc).get("content") or "", model=doc.get("model"),
                       prompt_tokens=usage.get("prompt_tokens") or 0,
                       completion_tokens=usage.get("completion_tokens") or 0, cost=usage.get("cost"),
                       duration_ms=int((time.monotonic() - started) * 1000), raw=doc)
 
 
-def _completion(response: httpx.Response) -> dict:
+def post_completion(client: httpx.Client, url: str, body: dict, *, key: str | None, policy: CallPolicy,
+                    headers: Mapping[str, str] | None = None, read: Callable[[httpx.Response], dict] | None = None,
+                    attempts: list[Attempt] | None = None) -> dict:
+    """The one chat-completions client: POST `body` to `url` with the key as
+    a Bearer token, through the shared HTTP path under `policy` (retries,
+    Retry-After, redaction; the key joins its secrets), and return the
+    completion document scrubbed of every secret (a server may echo the
+    request, and with it the key). `read` decides which answers are usable
+    (read_completion unless given); every failure is a RemoteError."""
+    policy = replace(policy, secrets=(key, *policy.secrets))
+    sent = {**({"Authorization": f"Bearer {key}"} if key else {}), **(headers or {})}
+    doc = call(client, Outbound("POST", url, headers=sent, json=body), policy, read=read or read_completion,
+               attempts=attempts)
+    return scrub(doc, policy.secrets)
+
+
+def read_completion(response: httpx.Response) -> dict:
+    """A successful answer that is a chat completion, else a RemoteError."""
     doc = json_body(require_success(response))
-    try:
-        doc["choices"][0]["message"].get("content")
-    except (KeyError, IndexError, TypeError, AttributeError):
-        raise RemoteError("bad_response", "not a chat completion", http_status=response.status_code) from None
+    if choice_message(doc) is None:
+        raise RemoteError("bad_response", "not a chat completion", http_status=response.status_code)
     return doc
+
+
+def choice_message(doc: dict) -> dict | None:
+    """The assistant message of the first choice, where the answer and its
+    annotations are; None when the document is not a chat completion."""
+    try:
+        message = doc["choices"][0]["message"]
+    except (KeyError, IndexError, TypeError):
+        return None
+    return message if isinstance(message, dict) else None
 
 
 def _failure(config: LLMConfig, exc: RemoteError) -> str:

@@ -139,63 +139,90 @@ class Settings(_Settings):
         return tuple(v for v in dict.fromkeys(values) if v)
 
     home: Path = Field(default=Path("data"), description="Holds the lake and the catalog")
-    lake: str | None = Field(default=None, description="Lake root: a folder or an fsspec URL")
+    lake: str | None = Field(default=None, description=(
+        "Lake root: a folder or an fsspec URL, e.g. s3://bucket/prefix (install the `s3` extra); "
+        "unset: $SEARCHLAKE_HOME/lake"))
     catalog: str | None = Field(default=None, description=(
         "The DuckLake catalog: a file (embedded, one machine): SQLite when it is named sqlite:PATH or "
         "ends in .sqlite, else a DuckDB file; or DuckLake's metadata connection string, "
-        "e.g. postgres:dbname=lake host=db user=searchlake"))
-    lock_timeout: float = Field(default=30.0, ge=0, description="Seconds to wait for a busy catalog")
+        "e.g. postgres:dbname=lake host=db user=searchlake; unset: $SEARCHLAKE_HOME/catalog.sqlite"))
+    lock_timeout: float = Field(default=30.0, ge=0, description=(
+        "Seconds a command waits for a busy catalog, trying again after growing pauses, before it says it is busy"))
     sql_timeout: float = Field(default=300.0, gt=0, description="Seconds an analyst's `searchlake sql` query may run")
     # an s3:// lake: the usual AWS variables, read by the engine and by s3fs alike
-    aws_access_key_id: SecretStr | None = Field(default=None, validation_alias=AliasChoices("AWS_ACCESS_KEY_ID"))
+    aws_access_key_id: SecretStr | None = Field(default=None, validation_alias=AliasChoices("AWS_ACCESS_KEY_ID"),
+                                                description="An s3:// lake's access key id")
     aws_secret_access_key: SecretStr | None = Field(default=None, validation_alias=AliasChoices(
-        "AWS_SECRET_ACCESS_KEY"))
-    aws_session_token: SecretStr | None = Field(default=None, validation_alias=AliasChoices("AWS_SESSION_TOKEN"))
-    aws_region: str | None = Field(default=None, validation_alias=AliasChoices("AWS_REGION", "AWS_DEFAULT_REGION"))
+        "AWS_SECRET_ACCESS_KEY"), description="An s3:// lake's secret key")
+    aws_session_token: SecretStr | None = Field(default=None, validation_alias=AliasChoices("AWS_SESSION_TOKEN"),
+                                                description="An s3:// lake's session token")
+    aws_region: str | None = Field(default=None, validation_alias=AliasChoices("AWS_REGION", "AWS_DEFAULT_REGION"),
+                                   description="An s3:// lake's region")
     aws_endpoint_url: str | None = Field(default=None, validation_alias=AliasChoices("AWS_ENDPOINT_URL",
-                                                                                      "AWS_ENDPOINT_URL_S3"))
+                                                                                      "AWS_ENDPOINT_URL_S3"),
+                                         description="An S3-compatible store's endpoint, e.g. http://minio:9000")
 
-    weight_relevance: float = Field(default=0.6, ge=0)
-    weight_freshness: float = Field(default=0.2, ge=0)
-    weight_authority: float = Field(default=0.2, ge=0)
+    weight_relevance: float = Field(default=0.6, ge=0, description="Weight of score_relevance in score_final")
+    weight_freshness: float = Field(default=0.2, ge=0, description="Weight of score_freshness in score_final")
+    weight_authority: float = Field(default=0.2, ge=0, description="Weight of score_authority in score_final")
     scoring_file: Path | None = Field(default=None, description="JSON changing freshness windows and authority domains")
 
     # a research run's budget, as typed: validated by schemas.governance.Budget when a run
     # resolves it, so that a bad value fails that run (with its name), not every command
-    pipeline_timeout: str | None = Field(default=None, validation_alias=AliasChoices("PIPELINE_TIMEOUT"))
+    pipeline_timeout: str | None = Field(default=None, validation_alias=AliasChoices("PIPELINE_TIMEOUT"), description=(
+        "A research run's time budget in seconds (at least 30; unset: 1800); --timeout wins"))
     pipeline_max_target_count: str | None = Field(default=None, validation_alias=AliasChoices(
-        "PIPELINE_MAX_TARGET_COUNT"))
+        "PIPELINE_MAX_TARGET_COUNT"), description="The most sources --target may ask for (1-200; unset: 10)")
     pipeline_max_fallback_rounds: str | None = Field(default=None, validation_alias=AliasChoices(
-        "PIPELINE_MAX_FALLBACK_ROUNDS"))
+        "PIPELINE_MAX_FALLBACK_ROUNDS"), description=(
+        "Searches again with unused keywords when too few sources pass the filters (0-5; unset: 1)"))
 
     # research
-    library: Path | None = Field(default=None, description="Folder of the user's documents")
-    providers: str | None = Field(default=None, description="Comma list of providers to use")
-    max_results: int = Field(default=10, ge=1, le=50)
+    library: Path | None = Field(default=None, description=(
+        "Folder of the user's documents for the `library` provider (unset: Python's own documentation)"))
+    providers: str | None = Field(default=None, description=(
+        "Comma list of providers a research run uses (unset: every configured one)"))
+    max_results: int = Field(default=10, ge=1, le=50, description="Results per provider per query")
     target_count: int = Field(default=10, ge=1, le=200, validation_alias=AliasChoices(
         "PIPELINE_TARGET_COUNT", "SEARCHLAKE_TARGET_COUNT"), description="Sources a research run selects")
-    max_queries_per_intent: int = Field(default=3, ge=1, le=20)
-    content_max_chars: int = Field(default=20_000, ge=200, le=MAX_CONTENT_CHARS)
-    http_timeout: float = Field(default=20.0, gt=0)
-    http_retries: int = Field(default=1, ge=0, le=5)
-    provider_concurrency: int = Field(default=4, ge=1, le=64)
-    fetch_content: bool = Field(default=False, description="Fetch page text for snippet-only results")
-    fetch_top: int = Field(default=3, ge=0, le=50)
-    allow_private_fetch: bool = Field(default=False, description="Let the fetcher reach private addresses")
+    max_queries_per_intent: int = Field(default=3, ge=1, le=20, description=(
+        "Planned queries per intent (academic, news, web, library)"))
+    content_max_chars: int = Field(default=20_000, ge=200, le=MAX_CONTENT_CHARS, description=(
+        "content_text is truncated to this many characters; quotes come only from what is kept"))
+    http_timeout: float = Field(default=20.0, gt=0, description=(
+        "Seconds per outbound call (providers, page fetches, the LLM, `ask`); a page fetch has one deadline "
+        "of twice this for everything"))
+    http_retries: int = Field(default=1, ge=0, le=5, description=(
+        "Retries on 429, 5xx and timeouts, after Retry-After (capped at 30 s) or an exponential backoff"))
+    provider_concurrency: int = Field(default=4, ge=1, le=64, description=(
+        "Calls in flight per provider (arXiv: always 1, one call per 3 s)"))
+    fetch_content: bool = Field(default=False, description=(
+        "Fetch the page text of the top results that came with a snippet only"))
+    fetch_top: int = Field(default=3, ge=0, le=50, description="How many top results the content fetch reads")
+    allow_private_fetch: bool = Field(default=False, description=(
+        "Let the fetcher reach private, loopback and link-local addresses"))
 
     # LLM (any OpenAI-compatible endpoint)
-    llm_base_url: str | None = None
-    llm_api_key: SecretStr | None = None
-    llm_model: str | None = None
+    llm_base_url: str | None = Field(default=None, description=(
+        "Any OpenAI-compatible chat endpoint (OpenRouter, DashScope compatible mode, Ollama, vLLM); with its "
+        "key and model, used for planning, screening, review and synthesis"))
+    llm_api_key: SecretStr | None = Field(default=None, description="The LLM endpoint's key")
+    llm_model: str | None = Field(default=None, description="The LLM endpoint's model")
 
     # `searchlake ask` (OpenRouter); the search providers declare their own settings beside their code
-    openrouter_api_key: SecretStr | None = Field(default=None, validation_alias=AliasChoices("OPENROUTER_API_KEY", "SEARCHLAKE_OPENROUTER_API_KEY"))
-    openrouter_base_url: str = Field(default="https://openrouter.ai/api/v1", validation_alias=AliasChoices("OPENROUTER_BASE_URL", "SEARCHLAKE_OPENROUTER_BASE_URL"))
+    openrouter_api_key: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("OPENROUTER_API_KEY", "SEARCHLAKE_OPENROUTER_API_KEY"),
+        description="Enables `searchlake ask` and the page's ask box")
+    openrouter_base_url: str = Field(
+        default="https://openrouter.ai/api/v1",
+        validation_alias=AliasChoices("OPENROUTER_BASE_URL", "SEARCHLAKE_OPENROUTER_BASE_URL"),
+        description="OpenRouter's API, for `ask`")
 
     # single-shot search + summary (`searchlake ask`, tasks/ask/single_shot.py); each is overridable per call
     ask_model: str = Field(default="openai/gpt-4o-mini", description="OpenRouter model for `ask`")
     ask_max_results: int = Field(default=5, ge=0, le=10, description="Web results per ask (0-10)")
-    ask_search_context_size: str = Field(default="high", pattern="^(low|medium|high)$")
+    ask_search_context_size: str = Field(default="high", pattern="^(low|medium|high)$", description=(
+        "Web search context size per ask: low, medium or high (higher costs more)"))
     ask_web_search: str = Field(default="plugin", pattern="^(plugin|server_tool)$",
                                 description="plugin: plugins:[{id:web}]; server_tool: openrouter:web_search")
     ask_max_cost: float | None = Field(default=0.05, ge=0, description="USD per ask; above it the run fails")
@@ -203,15 +230,15 @@ class Settings(_Settings):
     ask_retry_after_max: float = Field(default=10.0, ge=0, description="Cap on a Retry-After wait, seconds")
 
     # `searchlake serve`: the page and the progress-event stream, on the loopback unless told otherwise
-    serve_host: str = "127.0.0.1"
-    serve_port: int = Field(default=8765, ge=0, le=65535)
+    serve_host: str = Field(default="127.0.0.1", description="Address `searchlake serve` binds to")
+    serve_port: int = Field(default=8765, ge=0, le=65535, description="Port of `searchlake serve` (0: a free one)")
     autoserve: bool = Field(default=True, description="`research` starts a background `serve` to run in")
     serve_idle_minutes: float = Field(default=15.0, gt=0,
                                       description="A background `serve` stops after this long with nothing to do")
     serve_max_body_bytes: int = Field(default=1_000_000, ge=1024,
                                       description="`serve` refuses a request body larger than this (413)")
     serve_token: SecretStr | None = Field(default=None, description=(
-        "Every request to `serve` must carry it; needed to serve beyond the loopback"))
+        f"Every request to `serve` must carry it ({MIN_SERVE_TOKEN}+ characters); needed to serve beyond the loopback"))
     serve_allowed_hosts: Annotated[list[str], NoDecode] = Field(default=[], description=(
         "Host names `serve` answers to besides the loopback ones and its address (comma list)"))
     serve_libraries: Annotated[list[Path], NoDecode] = Field(default=[], description=(

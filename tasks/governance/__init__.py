@@ -1,1 +1,1 @@
-"""Governance of a research run (spec 003): policy, pre-flight, filters, gates and run records."""
+"""Governance of a research run (docs/research.md): policy, pre-flight, filters, gates and run records."""

@@ -1,4 +1,4 @@
-"""The gates of the governed pipeline (spec 003): checks after a stage that
+"""The gates of the governed pipeline (docs/research.md): checks after a stage that
 decide whether the run goes on (pass, warn), searches again with new
 keywords (fallback) or ends as failed (abort). Each returns a GateResult
 whose reason names the numbers it judged."""
@@ -67,7 +67,7 @@ def filter_sufficiency(selected: int | Sized, target: int, policy: Policy, round
                        max_rounds: int) -> GateResult:
     """Enough sources selected? >= target passes, >= filter_near_ratio × target
     warns; fewer falls back to another search round while rounds remain, and
-    once they are spent the run accepts what it has (spec 003) with a warning.
+    once they are spent the run accepts what it has, with a warning.
     Deviation: nothing selected after the last round aborts, since a report
     without sources answers nothing."""
     count = _count(selected)
@@ -132,7 +132,7 @@ def _normal(text: str) -> str:
 # -- after the output is built ---------------------------------------------------
 
 def build_output(candidate_count: int, selected: Sequence[Any], publishers: Sequence[Publisher]) -> dict:
-    """The structured output of a run (spec 003 Stage 7), the shape
+    """The structured output of a run (its output stage), the shape
     output_check checks: counts, the selected sources best first, their
     publishers, and which publisher published which source."""
     return {

@@ -1,4 +1,4 @@
-"""Search policies by demand id (spec 003 §2.1), kept in the catalog table
+"""Search policies by demand id (docs/research.md, "Policy"), kept in the catalog table
 `search_policy` (sql/schema_60_governance.sql, which seeds the 'default' row).
 
 Which policy a run gets, and the `policy_source` it reports:

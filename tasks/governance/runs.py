@@ -1,4 +1,4 @@
-"""The record of a governed run (spec 003 §7-8): one `runs` row from start to
+"""The record of a governed run (docs/research.md): one `runs` row from start to
 finish, every stage and gate event both as a line of the run's trace.jsonl
 and as a `run_events` row, and the outcome (`selections`, `drops`,
 `publishers`, `publisher_sources`). Tables: sql/schema_60_governance.sql;
@@ -8,60 +8,38 @@ Every function opens its own short catalog session: a run lasts minutes and
 must not hold the catalog lock (other commands wait on it) between its
 records. Do not call them while holding the catalog yourself.
 
-A run's trace lines become rows in the commits of the run's own records
-(RunRecord: its start, its outcome, its end), not one commit each: the
-lake's history stays a list of what the run did, and the trace file holds
-every line at once either way.
-
-The trace file sits at the lake key Lake.run_key(task, trace, "trace.jsonl")
-under the local lake root; JSONL is appended to, which object stores cannot
-do, so with a remote lake it sits under <home>/events/ instead (as the
-progress events do, see tasks.lake.files.run_logs_root).
+The run's trace (its trace.jsonl and `run_events` rows) is
+tasks/governance/trace.py; its lines become rows in the commits of the
+records made here.
 """
 
 from __future__ import annotations
 
 import json
-import logging
-import threading
-import time
-import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from pathlib import Path
-from typing import Any
-
+from typing import TYPE_CHECKING, Any
 
 from schemas.bundle import check_identifier
-from schemas.governance import Budget, Drop, GateResult, Policy, Publisher, StageRecord
+from schemas.governance import Budget, Drop, Policy, Publisher, StageRecord
 from tasks.common.processes import ProcessIdentity
-from tasks.lake.catalog import Catalog, CatalogBusy, CatalogError, current_flow_run, open_catalog
+from tasks.lake.catalog import Catalog, current_flow_run, open_catalog
 from tasks.common.settings import Settings
 from tasks.common.text import counted
 from tasks.lake.exports import refresh_exports
-from tasks.lake.files import Lake, LakeWrite, end_torn_line, run_logs_root
+from tasks.lake.sqlfiles import records
+from tasks.lake.files import Lake, LakeWrite
 from tasks.governance.filters import Candidate
 
-log = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    from tasks.governance.trace import TraceLog
 
-TRACE_FILE = "trace.jsonl"
 OUTPUT_FILE = "output.json"
 FINAL_STATUSES = ("complete", "failed", "timed_out")
 INTERRUPTED = "interrupted"  # its process ended before it did (killed, crashed, the machine stopped)
-EVENT_KINDS = ("stage", "gate", "run")
 
 
-def new_trace_id() -> str:
-    return str(uuid.uuid4())
-
-
-def _now() -> datetime:
-    return datetime.now(timezone.utc)
-
-
-def _json(value: Any) -> str:
+def as_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
@@ -104,9 +82,10 @@ def run_started(trace_id: str, task_id: str, question: str, demand_id: str | Non
     process that runs it (this one unless told); committing it again for
     the same trace changes nothing."""
     process = process or ProcessIdentity.current()
-    params = [trace_id, task_id, question, demand_id, policy_source, _json(budget.to_dict()),
-              _json(policy.to_dict()) if policy else None, process.host, process.pid, process.started,
-              current_flow_run(), trace_id]
+    params = {"trace_id": trace_id, "task_id": task_id, "question": question, "demand_id": demand_id,
+              "policy_source": policy_source, "budget": as_json(budget.to_dict()),
+              "policy": as_json(policy.to_dict()) if policy else None, "host": process.host, "pid": process.pid,
+              "process_started": process.started, "flow_run_id": current_flow_run()}
     return RunRecord("run started", lambda cat: cat.run("run_start", params), task_id=task_id)
 
 
@@ -125,8 +104,10 @@ def run_finished(trace_id: str, status: str, *, candidate_count: int = 0, filter
     if status not in FINAL_STATUSES:
         raise ValueError(f"run status {status!r} is not one of {', '.join(FINAL_STATUSES)}")
     history = [s.to_dict() if isinstance(s, StageRecord) else dict(s) for s in stage_history]
-    params = [status, candidate_count, filtered_count, publisher_count, round(float(elapsed_seconds), 3),
-              _json(history), _json(dict(outputs or {})), error, trace_id]
+    params = {"status": status, "candidate_count": candidate_count, "filtered_count": filtered_count,
+              "publisher_count": publisher_count, "elapsed_seconds": round(float(elapsed_seconds), 3),
+              "stage_history": as_json(history), "outputs": as_json(dict(outputs or {})), "error": error,
+              "trace_id": trace_id}
     return RunRecord(f"run {status}", lambda cat: cat.run("run_finish", params), trace_id=trace_id,
                      detail=f"{counted(candidate_count, 'candidate')}, {filtered_count} selected")
 
@@ -199,172 +180,27 @@ def record_outcome(settings: Settings, trace_id: str, task_id: str, selections: 
 
 def _insert_outcome(cat: Catalog, trace_id: str, task_id: str, selections: Sequence[Candidate],
                     drops: Sequence[Drop], publishers: Sequence[Publisher]) -> None:
-    ids = [trace_id, task_id]
-    cat.run("selection_insert", ids + [[c.source_id for c in selections], [c.url for c in selections],
-                                       [c.title for c in selections], [c.quality for c in selections],
-                                       list(range(1, len(selections) + 1))])
-    cat.run("drop_insert", ids + [[d.source_id for d in drops], [d.url for d in drops], [d.title for d in drops],
-                                  [d.stage for d in drops], [d.reason for d in drops]])
-    cat.run("publisher_insert", ids + [[p.publisher for p in publishers], [p.article_count for p in publishers],
-                                       [_json(p.sample_titles) for p in publishers],
-                                       [_json(p.source_urls) for p in publishers]])
+    ids = {"trace_id": trace_id, "task_id": task_id}
+    cat.run("selection_insert", ids | {
+        "source_ids": [c.source_id for c in selections], "urls": [c.url for c in selections],
+        "titles": [c.title for c in selections], "qualities": [c.quality for c in selections],
+        "ranks": list(range(1, len(selections) + 1))})
+    cat.run("drop_insert", ids | {
+        "source_ids": [d.source_id for d in drops], "urls": [d.url for d in drops], "titles": [d.title for d in drops],
+        "stages": [d.stage for d in drops], "reasons": [d.reason for d in drops]})
+    cat.run("publisher_insert", ids | {
+        "publishers": [p.publisher for p in publishers], "article_counts": [p.article_count for p in publishers],
+        "sample_titles": [as_json(p.sample_titles) for p in publishers],
+        "source_urls": [as_json(p.source_urls) for p in publishers]})
     pairs = [(p.publisher, s) for p in publishers for s in p.source_ids]
-    cat.run("publisher_source_insert", ids + [[p for p, _ in pairs], [s for _, s in pairs]])
-
-
-# -- the trace --------------------------------------------------------------------
-
-def trace_path(settings: Settings, task_id: str, trace_id: str) -> Path:
-    """The run's trace.jsonl (ids are checked first: they become path parts)."""
-    return run_logs_root(settings) / Lake.run_key(check_identifier(task_id), check_identifier(trace_id), TRACE_FILE)
-
-
-class TraceLog:
-    """Appends one flushed JSONL line per stage/gate/run event to the run's
-    trace.jsonl and inserts the same event as a run_events row. The file is
-    the primary trace; rows follow in fewer commits: the lines wait for the
-    next commit of the run's own records (`commit`, or a run line given its
-    record), a run line, or `flush()`. A catalog that is busy (another
-    command holds it past SEARCHLAKE_LOCK_TIMEOUT) or failing when the lines
-    go alone costs the run nothing; they wait for the next chance (the
-    problem is logged and kept in `db_errors`). A trace resumed later first
-    sends the lines of its file that its rows lack. Stage events also build
-    the run's stage history (`history`)."""
-
-    def __init__(self, settings: Settings, task_id: str, trace_id: str):
-        self.settings = settings
-        self.task_id = task_id
-        self.trace_id = trace_id
-        self.path = trace_path(settings, task_id, trace_id)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.history: list[StageRecord] = []
-        self.db_errors: list[str] = []
-        self._lock = threading.Lock()  # stages may report from worker threads
-        # Lines not yet known to be rows: a resumed trace's file may hold some
-        # (its process could not send them), so the table is asked first.
-        end_torn_line(self.path)
-        self._unsent = _read_lines(self.path)
-        self._ask_table = bool(self._unsent)
-        # A resumed trace continues its numbering after the lines already there.
-        self._seq = len(self._unsent)
-
-    def event(self, kind: str, name: str, status: str, detail: Mapping[str, Any] | None = None, *,
-              record: RunRecord | None = None) -> dict:
-        """Append a line; a run line is sent at once with the lines waiting
-        before it, in the commit of `record` when given (which must succeed)."""
-        if kind not in EVENT_KINDS:
-            raise ValueError(f"event kind {kind!r} is not one of {', '.join(EVENT_KINDS)}")
-        with self._lock:
-            self._seq += 1
-            line = {"trace_id": self.trace_id, "task_id": self.task_id, "seq": self._seq, "at": _now().isoformat(),
-                    "kind": kind, "name": name, "status": status, "detail": dict(detail or {})}
-            with open(self.path, "a", encoding="utf-8") as handle:
-                handle.write(_json(line) + "\n")
-                handle.flush()
-            self._unsent.append(line)
-            if record is not None:
-                self._commit(record)
-            elif kind == "run":
-                self._send()
-        return line
-
-    def commit(self, record: RunRecord) -> None:
-        """Commit `record` and the lines waiting to be rows together. Raises
-        when the commit fails (the lines then wait for the next chance)."""
-        with self._lock:
-            self._commit(record)
-
-    def flush(self) -> None:
-        """Send the lines that are not rows yet (a run's end calls it)."""
-        with self._lock:
-            if self._unsent:
-                self._send()
-
-    def _send(self) -> None:
-        try:
-            self._commit(RunRecord("trace", lambda cat: None, task_id=self.task_id,
-                                   detail=counted(len(self._unsent), "line")))
-        except (CatalogBusy, CatalogError) as exc:
-            problem = f"{len(self._unsent)} trace lines (up to {self._seq}) wait for run_events: {exc}"
-            log.warning("%s", problem)
-            self.db_errors.append(problem)
-
-    def _commit(self, record: RunRecord) -> None:
-        try:
-            commit_record(self.settings, record, self._insert_unsent)
-        except BaseException:
-            self._ask_table = True  # a failed commit may still have landed: the table decides next time
-            raise
-        self._unsent, self._ask_table = [], False
-
-    def _insert_unsent(self, cat: Catalog) -> None:
-        lines = self._unsent
-        if self._ask_table:
-            sent = {seq for (seq,) in cat.rows("run_event_seqs", [self.trace_id])}
-            lines = [line for line in lines if line["seq"] not in sent]
-        if lines:
-            cat.run("run_event_insert", [self.trace_id, self.task_id, [e["seq"] for e in lines],
-                                         [e["at"] for e in lines], [e["kind"] for e in lines],
-                                         [e["name"] for e in lines], [e["status"] for e in lines],
-                                         [_json(e["detail"]) for e in lines]])
-
-    def gate(self, result: GateResult) -> dict:
-        return self.event("gate", result.gate, result.outcome, {"reason": result.reason, **result.metrics})
-
-    def run(self, status: str, detail: Mapping[str, Any] | None = None, *, record: RunRecord | None = None) -> dict:
-        return self.event("run", "run", status, detail, record=record)
-
-    def stage_done(self, name: str, status: str, *, attempt: int = 1, started_at: datetime | None = None,
-                   seconds: float | None = None, detail: Mapping[str, Any] | None = None) -> StageRecord:
-        """Record a stage attempt that ended (complete, failed, skipped)."""
-        record = StageRecord(name=name, status=status, attempt=attempt,
-                             started_at=(started_at or _now()).isoformat(),
-                             seconds=None if seconds is None else round(seconds, 3), detail=dict(detail or {}))
-        self.event("stage", name, status, {"attempt": attempt, "seconds": record.seconds, **record.detail})
-        self.history.append(record)
-        return record
-
-    @contextmanager
-    def stage(self, name: str, attempt: int = 1) -> Iterator[dict]:
-        """Time a stage: a 'running' event now, then 'complete' with the
-        detail the body filled in, or 'failed' with the error (re-raised)."""
-        detail: dict[str, Any] = {}
-        started_at, started = _now(), time.monotonic()
-        self.event("stage", name, "running", {"attempt": attempt})
-        try:
-            yield detail
-        except BaseException as exc:
-            detail["error"] = f"{type(exc).__name__}: {exc}"
-            self.stage_done(name, "failed", attempt=attempt, started_at=started_at,
-                            seconds=time.monotonic() - started, detail=detail)
-            raise
-        self.stage_done(name, "complete", attempt=attempt, started_at=started_at,
-                        seconds=time.monotonic() - started, detail=detail)
-
-    def attempts(self, name: str) -> int:
-        """How many times a stage ran so far (for the next attempt number)."""
-        return sum(1 for r in self.history if r.name == name)
-
-
-def _read_lines(path: Path) -> list[dict]:
-    """The trace lines already in the file (a resumed trace); a torn last line is left out."""
-    if not path.exists():
-        return []
-    lines = []
-    with open(path, encoding="utf-8") as handle:
-        for text in handle:
-            try:
-                lines.append(json.loads(text))
-            except ValueError:
-                continue
-    return lines
+    cat.run("publisher_source_insert", [trace_id, task_id, [p for p, _ in pairs], [s for _, s in pairs]])
 
 
 # -- the summary ------------------------------------------------------------------
 
 @dataclass
 class RunSummary:
-    """What a run prints at its end (spec 003 §7, RunSummary)."""
+    """What a run prints at its end: trace id, policy source, counts, stage history, outputs."""
 
     trace_id: str
     task_id: str
@@ -380,7 +216,7 @@ class RunSummary:
 
     @property
     def exit_code(self) -> int:
-        """0 for a complete run, 1 otherwise (spec 003 ⑧)."""
+        """0 for a complete run, 1 otherwise (failed, timed out, interrupted)."""
         return 0 if self.status == "complete" else 1
 
     def lines(self) -> list[str]:
@@ -416,12 +252,14 @@ class RunSummary:
     def load(cls, settings: Settings, trace_id: str) -> "RunSummary | None":
         """The summary of a recorded run, None when there is no such trace."""
         with open_catalog(settings, "governed run: summary", read_only=True) as catalog:
-            rows = catalog.rows("run_summary", [trace_id])
+            rows = records(catalog.run("run_summary", [trace_id]))
         if not rows:
             return None
-        (trace, task, status, source, candidates, filtered, publishers, elapsed, history, outputs, error) = rows[0]
-        return cls(trace, task, status, source, candidates or 0, filtered or 0, publishers or 0, elapsed or 0.0,
-                   json.loads(history) if history else [], json.loads(outputs) if outputs else {}, error)
+        row = rows[0]
+        return cls(row["trace_id"], row["task_id"], row["status"], row["policy_source"],
+                   row["candidate_count"] or 0, row["filtered_count"] or 0, row["publisher_count"] or 0,
+                   row["elapsed_seconds"] or 0.0, json.loads(row["stage_history"] or "[]"),
+                   json.loads(row["outputs"] or "{}"), row["error"])
 
 
 def _shown(value) -> str:

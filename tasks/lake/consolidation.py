@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tasks.common.errors import UserError
 from tasks.common.text import counted
 from tasks.lake.catalog import Catalog
 from tasks.lake.exports import refresh_exports
-from tasks.common.errors import UserError
+from tasks.lake.sqlfiles import records
 
 
 @dataclass(frozen=True)
@@ -61,13 +62,13 @@ def _consolidate(catalog: Catalog, task_id: str, rebuild: bool) -> Consolidation
     high_water, bundle_count = catalog.rows("task_landing_state", [task_id])[0]
     if bundle_count == 0:
         raise UnknownTask(f"no bundles have landed for task {task_id!r}")
-    cursor = catalog.rows("cursor_get", [task_id])
-    rebuild = rebuild or not cursor or cursor[0][4]
-    from_snapshot = 0 if rebuild else cursor[0][3]
+    cursor = next(iter(records(catalog.run("cursor_get", [task_id]))), None)
+    rebuild = rebuild or cursor is None or cursor["needs_rebuild"]
+    from_snapshot = 0 if rebuild else cursor["last_snapshot"]
     if not rebuild and high_water <= from_snapshot:
-        last_query, last_source, consumed = cursor[0][0], cursor[0][1], cursor[0][2]
-        return ConsolidationReport(task_id, 0, 0, 0, consumed, 0, last_query, last_source, False)
-    previous_sources = 0 if rebuild else cursor[0][2]
+        return ConsolidationReport(task_id, 0, 0, 0, cursor["consumed_count"], 0, cursor["last_query_id"],
+                                   cursor["last_source_id"], False)
+    previous_sources = 0 if rebuild else cursor["consumed_count"]
     catalog.run("consolidate_token")
     catalog.set_variables(task_id=task_id, from_snapshot=from_snapshot, rebuild=rebuild)
     catalog.run("consolidate_new_items")
@@ -86,7 +87,8 @@ def _consolidate(catalog: Catalog, task_id: str, rebuild: bool) -> Consolidation
     if cursor:
         catalog.run("consolidated_old_delete")
         catalog.run("cursor_delete", [task_id])
-    catalog.run("cursor_put", [task_id, last_query, last_source, sources, high_water, sources])
+    catalog.run("cursor_put", {"task_id": task_id, "last_query_id": last_query, "last_source_id": last_source,
+                               "consumed_count": sources, "last_snapshot": high_water, "output_rows": sources})
     catalog.run("new_items_drop")
     catalog.describe_commit("consolidate", f"{counted(sources, 'source')} ({sources - previous_sources} new) from "
                             f"{counted(bundles_read, 'bundle')}" + (", rebuilt" if rebuild and cursor else ""),

@@ -7,7 +7,8 @@ of the batch still lands.
 
 Bundles are read and validated by tasks.lake.validation, in worker processes for
 large sets of files; a full batch then lands in a thread while the workers go
-on with the next.
+on with the next. Bundles a search brings one at a time land together through
+tasks.lake.arrivals.
 """
 
 from __future__ import annotations
@@ -15,8 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import threading
-import weakref
 from collections import defaultdict
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -27,13 +26,14 @@ import pyarrow as pa
 
 from schemas import rows
 from schemas.bundle import SearchResultBundle
-from tasks.common.settings import Settings
 from tasks.common.text import counted
-from tasks.lake.catalog import Catalog, commit_scope, current_flow_run, open_catalog
+from tasks.lake.catalog import Catalog, commit_scope, current_flow_run
 from tasks.lake.exports import refresh_exports
 from tasks.lake.files import Lake, LakeWrite
+from tasks.lake.sqlfiles import records
 from tasks.lake.validation import (FileRoots, ReadyBundle, Refusal, Submission, expand_paths, item_columns,
-                                   library_roots, prepared, read_submissions, same_document, workers_for)
+                                   library_roots, read_submissions, same_document)
+from tasks.lake.validation_pool import prepared, workers_for
 
 BATCH_ITEMS = 250_000
 _DIGITS = re.compile(r"\d+")
@@ -92,62 +92,6 @@ def land_bundles(catalog: Catalog, bundles: Iterable[SearchResultBundle], *, sou
     return land_submissions(catalog, subs, task_id=None, replace=replace)
 
 
-class _Arrivals:
-    """The bundles of one task waiting to land (see land_as_it_arrives)."""
-
-    def __init__(self) -> None:
-        self.guard = threading.Lock()    # over `waiting`
-        self.landing = threading.Lock()  # one landing at a time
-        self.waiting: list[_Arrival] = []
-
-
-@dataclass
-class _Arrival:
-    bundle: SearchResultBundle
-    report: LandingReport | None = None
-    error: BaseException | None = None
-
-
-# Entries go when no thread uses them any more.
-_ARRIVALS: "weakref.WeakValueDictionary[tuple[str, str, str], _Arrivals]" = weakref.WeakValueDictionary()
-_ARRIVALS_GUARD = threading.Lock()
-
-
-def land_as_it_arrives(settings: Settings, bundle: SearchResultBundle, *, source: str,
-                       purpose: str) -> LandingReport:
-    """Land a bundle this process just searched for, before returning, in
-    one commit with the bundles of the same task that other threads brought
-    meanwhile: while one commit is under way the next arrivals wait, then
-    land together. Each bundle still lands whole before its caller goes on,
-    and a search stage makes a few commits rather than one per call."""
-    with _ARRIVALS_GUARD:
-        arrivals = _ARRIVALS.setdefault((settings.catalog_location, str(settings.lake_root), bundle.task_id),
-                                        _Arrivals())
-    arrival = _Arrival(bundle)
-    with arrivals.guard:
-        arrivals.waiting.append(arrival)
-    with arrivals.landing:
-        if arrival.report is None and arrival.error is None:  # no other thread landed it meanwhile
-            with arrivals.guard:
-                batch, arrivals.waiting = arrivals.waiting, []
-            _land_arrivals(settings, batch, source, purpose)
-    if arrival.error is not None:
-        raise arrival.error
-    return arrival.report
-
-
-def _land_arrivals(settings: Settings, batch: list[_Arrival], source: str, purpose: str) -> None:
-    try:
-        with open_catalog(settings, purpose) as catalog:
-            report = land_bundles(catalog, [arrival.bundle for arrival in batch], source=source)
-    except BaseException as exc:
-        for arrival in batch:
-            arrival.error = exc
-        raise
-    for arrival in batch:
-        arrival.report = report
-
-
 def land_submissions(catalog: Catalog, submissions: Iterable[Submission | Refusal], *,
                      task_id: str | None, replace: bool, batch_items: int = BATCH_ITEMS,
                      workers: int = 1, file_roots: FileRoots = None) -> LandingReport:
@@ -192,7 +136,7 @@ def land_submissions(catalog: Catalog, submissions: Iterable[Submission | Refusa
 @dataclass
 class _Plan:
     new: list[ReadyBundle] = field(default_factory=list)
-    replacing: list[tuple[ReadyBundle, tuple]] = field(default_factory=list)
+    replacing: list[tuple[ReadyBundle, dict]] = field(default_factory=list)  # with the landed row it replaces
     unchanged: list[ReadyBundle] = field(default_factory=list)
     refused: list[Refusal] = field(default_factory=list)
 
@@ -213,7 +157,7 @@ def _plan(catalog: Catalog, batch: list[ReadyBundle], replace: bool) -> _Plan:
         existing = landed.get(key)
         if not existing:
             plan.new.append(cand)
-        elif _same_bundle(cand, existing[0][1], lambda: catalog.lake.read_bytes(existing[0][2])):
+        elif _same_bundle(cand, existing[0]["content_hash"], lambda: catalog.lake.read_bytes(existing[0]["raw_path"])):
             plan.unchanged.append(cand)
         elif replace:
             plan.replacing.append((cand, existing[0]))
@@ -233,17 +177,18 @@ def _same_bundle(cand: ReadyBundle, other_hash: str, other_raw) -> bool:
         return False
 
 
-def _landed_bundles(catalog: Catalog, keys: set[tuple[str, str]]) -> dict[tuple[str, str], list[tuple]]:
-    """The landed bundles (bundle_uid, content_hash, raw_path, snapshot) of every
-    (task_id, query_id) of a batch, first landed first, in one query."""
+def _landed_bundles(catalog: Catalog, keys: set[tuple[str, str]]) -> dict[tuple[str, str], list[dict]]:
+    """The landed bundles (rows with bundle_uid, content_hash, raw_path,
+    snapshot_id) of every (task_id, query_id) of a batch, first landed first,
+    in one query."""
     if not keys:
         return {}
     task_ids, query_ids = zip(*sorted(keys))
     table = pa.table({"task_id": pa.array(task_ids, pa.string()), "query_id": pa.array(query_ids, pa.string())})
-    found: dict[tuple[str, str], list[tuple]] = defaultdict(list)
+    found: dict[tuple[str, str], list[dict]] = defaultdict(list)
     with _registered(catalog, "landing_keys", table):
-        for task, query, *row in catalog.rows("bundle_lookup_batch"):
-            found[(task, query)].append(tuple(row))
+        for row in records(catalog.run("bundle_lookup_batch")):
+            found[(row["task_id"], row["query_id"])].append(row)
     return found
 
 
@@ -318,9 +263,9 @@ def _drop_raced_duplicates(catalog: Catalog, keys: set[tuple[str, str]]) -> None
     later committer always sees the earlier one, so one of the two cleans up."""
     def drop(cat: Catalog) -> None:
         for (task_id, _query), landed in _landed_bundles(cat, keys).items():
-            for uid, _hash, _raw, snapshot in landed[1:]:
-                cat.run("bundle_landing_delete", [uid, snapshot])
-                cat.run("bundle_landing_items_delete", [uid, snapshot])
+            for later in landed[1:]:
+                cat.run("bundle_landing_delete", [later["bundle_uid"], later["snapshot_id"]])
+                cat.run("bundle_landing_items_delete", [later["bundle_uid"], later["snapshot_id"]])
                 cat.run("cursor_mark_rebuild", [task_id])
 
     if any(len(found) > 1 for found in _landed_bundles(catalog, keys).values()):
@@ -341,8 +286,9 @@ def _sha(raw: bytes | None) -> str | None:
     return hashlib.sha256(raw).hexdigest() if raw is not None else None
 
 
-def _record_replaced(cat: Catalog, write: LakeWrite, replacing: list[tuple[ReadyBundle, tuple]]) -> None:
-    for cand, (old_uid, _hash, old_raw, _snapshot) in replacing:
+def _record_replaced(cat: Catalog, write: LakeWrite, replacing: list[tuple[ReadyBundle, dict]]) -> None:
+    for cand, old in replacing:
+        old_uid, old_raw = old["bundle_uid"], old["raw_path"]
         cat.run("bundle_delete", [old_uid])
         cat.run("bundle_items_delete", [old_uid])
         # Consolidation is incremental and may already hold the replaced rows:
@@ -354,11 +300,12 @@ def _record_replaced(cat: Catalog, write: LakeWrite, replacing: list[tuple[Ready
 
 def _record_quarantined(cat: Catalog, quarantined: list[tuple[Refusal, str | None]]) -> None:
     for refusal, stored in quarantined:
-        cat.run("quarantine_add", [
-            refusal.source, stored, _sha(refusal.raw), refusal.task_id, refusal.query_id,
-            refusal.reason, refusal.field, refusal.item_index, refusal.message,
-            json.dumps(list(refusal.errors)),
-        ])
+        cat.run("quarantine_add", {
+            "source_path": refusal.source, "stored_path": stored, "sha256": _sha(refusal.raw),
+            "task_id": refusal.task_id, "query_id": refusal.query_id, "reason": refusal.reason,
+            "field": refusal.field, "item_index": refusal.item_index, "message": refusal.message,
+            "errors": json.dumps(list(refusal.errors)),
+        })
 
 
 # -- Arrow rows -------------------------------------------------------------

@@ -1,35 +1,25 @@
 """Validation: read bundle files and check them against the contract.
 
 Each submission becomes a ReadyBundle (a valid bundle, ready to land) or a
-Refusal with a machine-readable reason; tasks.lake.landing writes them into the
-lake.
+Refusal with a machine-readable reason (tasks.lake.refusals);
+tasks.lake.landing writes them into the lake.
 
 Speed without a change of verdict: a bundle is first checked by a stricter
 twin of the contract that runs inside pydantic-core (schemas.bundle
 FAST_BUNDLE) and converted to Arrow columns as a whole; anything the twin
 does not accept goes through SearchResultBundle as before. Large sets of files
-are checked in forked worker processes, which die with their parent.
+are checked in forked worker processes (tasks.lake.validation_pool).
 
 Whatever a file holds, the outcome is a ReadyBundle or a Refusal: duplicate
 keys and nesting too deep to parse are refused before validation, anything a
-validation raises becomes a refusal, and a file that kills its worker is
-refused once it has killed a worker of its own.
+validation raises becomes a refusal.
 """
 
 from __future__ import annotations
 
-import ctypes
-import dataclasses
-import gc
-import hashlib
-import multiprocessing
 import os
-import signal
-import warnings
-from collections import deque
+import hashlib
 from collections.abc import Iterable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -40,38 +30,16 @@ import pyarrow.compute as pc
 from pydantic import TypeAdapter, ValidationError
 
 from schemas import rows
-from schemas.bundle import FAST_BUNDLE, SearchResultBundle, to_utc
-from schemas.urls import UnsafeURL, file_url_path, source_id_for
+from schemas.bundle import FAST_BUNDLE, SearchResultBundle
+from schemas.timestamps import to_utc
+from schemas.urls import file_url_path, source_id_for
 from tasks.common.untrusted_files import FileRefused, is_utf8_name, printable_path, read_file_inside
-
-# Validating and converting bundles is CPU work: for a big enough set of
-# files it runs in this many worker processes (forked, so they start at once).
-WORKERS = min(2, os.cpu_count() or 1)
-POOL_MIN_BYTES = 4 << 20  # below this a pool costs more than it saves
-POOL_WINDOW_BYTES = 64 << 20  # raw bytes handed to the workers and not yet taken back
-
+from tasks.lake.refusals import Refusal, failure_refusal, refusal_from_errors, shape_refusal
 
 @dataclass(frozen=True)
 class Submission:
     source: str
     raw: bytes
-
-
-@dataclass(frozen=True)
-class Refusal:
-    source: str
-    reason: str
-    message: str
-    field: str | None = None
-    item_index: int | None = None
-    task_id: str | None = None
-    query_id: str | None = None
-    errors: tuple[dict, ...] = ()
-    raw: bytes | None = None
-
-    def line(self) -> str:
-        where = f" {self.field}" if self.field else ""
-        return f"refused {self.source}: {self.reason}{where}: {self.message}"
 
 
 @dataclass(frozen=True)
@@ -190,7 +158,7 @@ def validate(sub: Submission, default_task_id: str | None) -> ReadyBundle | Refu
     try:
         bundle = SearchResultBundle.model_validate_json(sub.raw)
     except ValidationError as exc:
-        return _refusal_from_errors(sub, exc)
+        return refusal_from_errors(sub, exc)
     if bundle.task_id is None:
         if default_task_id is None:
             return Refusal(sub.source, "missing_task", "the bundle names no task_id and no --task-id was given",
@@ -217,7 +185,7 @@ def prepare(sub: Submission, default_task_id: str | None, file_roots: FileRoots 
             return _file_url_outside(outcome, file_roots) or outcome
         return outcome
     except Exception as exc:  # noqa: BLE001 - a file of any shape is refused, never fatal
-        return _failure_refusal(sub, exc)
+        return failure_refusal(sub, exc)
 
 
 def _with_item_columns(outcome: ReadyBundle | Refusal) -> ReadyBundle | Refusal:
@@ -253,22 +221,10 @@ def _unparsable_shape(sub: Submission) -> Refusal | None:
         message = str(exc)
         if message.startswith("Detected duplicate key"):
             key = message.split('"')[1] if message.count('"') >= 2 else None
-            return _shape_refusal(sub, "duplicate_key", f"{message}; a key may appear once per object", key)
+            return shape_refusal(sub, "duplicate_key", f"{message}; a key may appear once per object", key)
         if "recursion limit" in message:
-            return _shape_refusal(sub, "too_deep", f"JSON nested too deep ({message})", None)
+            return shape_refusal(sub, "too_deep", f"JSON nested too deep ({message})", None)
     return None  # valid JSON, or invalid in a way validation reports
-
-
-def _shape_refusal(sub: Submission, reason: str, message: str, field: str | None) -> Refusal:
-    task_id, query_id = _ids_if_readable(sub.raw)
-    return Refusal(sub.source, reason, message, field=field, task_id=task_id, query_id=query_id, raw=sub.raw,
-                   errors=({"field": field or "", "type": reason, "message": message},))
-
-
-def _failure_refusal(sub: Submission, exc: BaseException) -> Refusal:
-    message = f"validation failed: {type(exc).__name__}: {exc}"[:500]
-    return Refusal(sub.source, "validation_error", message, raw=sub.raw,
-                   errors=({"field": "", "type": "validation_error", "message": message},))
 
 
 def _file_url_outside(ready: ReadyBundle, roots: tuple[str, ...]) -> Refusal | None:
@@ -387,193 +343,3 @@ def _stats_of(items: pa.Table) -> dict:
     status = items.column("status")
     return {"total_returned": items.num_rows, "kept_after_filter": pc.sum(pc.equal(status, "ok")).as_py() or 0,
             "failed_count": pc.sum(pc.equal(status, "failed")).as_py() or 0, "dedup_count": 0}
-
-
-# -- refusals ---------------------------------------------------------------
-
-def _format_loc(loc: tuple) -> str:
-    text = ""
-    for part in loc:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text
-
-
-def _reason(error: dict) -> str:
-    kind = error["type"]
-    if kind == "json_invalid":
-        return "truncated" if "EOF" in error["msg"] else "not_json"
-    if kind == "missing":
-        return "missing_field"
-    if kind in ("string_too_long", "too_long"):
-        return "too_long"
-    if isinstance(error.get("ctx", {}).get("error"), UnsafeURL):
-        return "unsafe_url"
-    return "invalid_value"
-
-
-def _refusal_from_errors(sub: Submission, exc: ValidationError) -> Refusal:
-    errors = exc.errors(include_url=False, include_input=False)
-    first = errors[0]
-    loc = first["loc"]
-    item_index = loc[1] if len(loc) > 1 and loc[0] == "results" and isinstance(loc[1], int) else None
-    task_id, query_id = _ids_if_readable(sub.raw)
-    return Refusal(
-        sub.source, _reason(first), first["msg"], field=_format_loc(loc) or None, item_index=item_index,
-        task_id=task_id, query_id=query_id, raw=sub.raw,
-        errors=tuple({"field": _format_loc(e["loc"]), "type": _reason(e), "message": e["msg"]} for e in errors),
-    )
-
-
-def _ids_if_readable(raw: bytes) -> tuple[str | None, str | None]:
-    try:
-        doc = jiter.from_json(raw)
-    except ValueError:  # jiter has a nesting limit: never a RecursionError
-        return None, None
-    if not isinstance(doc, dict):
-        return None, None
-    ids = (doc.get("task_id"), doc.get("query_id"))
-    return tuple(v if isinstance(v, str) else None for v in ids)  # type: ignore[return-value]
-
-
-# -- worker processes -------------------------------------------------------
-
-def workers_for(files: list[InputFile]) -> int:
-    """How many processes prepared() should use for these files."""
-    if WORKERS < 2 or len(files) < 2 * WORKERS:
-        return 1
-    total = 0
-    for file in files:
-        try:
-            total += file.path.lstat().st_size  # an estimate: links are not followed
-        except OSError:
-            continue
-        if total >= POOL_MIN_BYTES:
-            return WORKERS
-    return 1
-
-
-def prepared(submissions: Iterable[Submission | Refusal], task_id: str | None, workers: int,
-             file_roots: FileRoots = None) -> Iterator[ReadyBundle | Refusal]:
-    """prepare() of each submission, in order; in worker processes when asked."""
-    if workers < 2:
-        return (sub if isinstance(sub, Refusal) else prepare(sub, task_id, file_roots) for sub in submissions)
-    return _prepared_in_pool(submissions, task_id, workers, file_roots)
-
-
-class _Workers:
-    """A process pool that is replaced when a worker dies. A submission that
-    was in flight when its pool broke runs again alone in the next pool; one
-    that breaks that pool too is refused."""
-
-    def __init__(self, workers: int, task_id: str | None, file_roots: FileRoots):
-        self.workers, self.task_id, self.file_roots = workers, task_id, file_roots
-        self.generation = 0
-        self.pool = self._new_pool()
-
-    def _new_pool(self) -> ProcessPoolExecutor:
-        # fork: the workers start at once and only run this module's pure Python
-        # and Arrow code; they never touch the catalog connection they inherit.
-        return ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork"),
-                                   initializer=_worker_started, initargs=(os.getpid(),))
-
-    def submit(self, sub: Submission) -> tuple[Future, int]:
-        with warnings.catch_warnings():  # Python >= 3.12 warns of fork() beside DuckDB's threads
-            warnings.filterwarnings("ignore", r".*multi-threaded.*fork\(\)", DeprecationWarning)
-            return self.pool.submit(_prepare_detached, sub.source, sub.raw, self.task_id,
-                                    self.file_roots), self.generation
-
-    def outcome(self, sub: Submission, future: Future, generation: int) -> ReadyBundle | Refusal:
-        try:
-            return _attached(sub, future)
-        except BrokenProcessPool:
-            self._replace(generation)
-        except Exception as exc:  # noqa: BLE001 - whatever came back, the file is refused
-            return _failure_refusal(sub, exc)
-        future, generation = self.submit(sub)
-        try:
-            return _attached(sub, future)
-        except BrokenProcessPool:
-            self._replace(generation)
-            message = "a validation worker died on this file (twice)"
-            return Refusal(sub.source, "validation_crashed", message, raw=sub.raw,
-                           errors=({"field": "", "type": "validation_crashed", "message": message},))
-        except Exception as exc:  # noqa: BLE001
-            return _failure_refusal(sub, exc)
-
-    def _replace(self, broken_generation: int) -> None:
-        if broken_generation == self.generation:
-            self.pool.shutdown(wait=False, cancel_futures=True)
-            self.pool = self._new_pool()
-            self.generation += 1
-
-    def close(self) -> None:
-        self.pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _prepared_in_pool(submissions: Iterable[Submission | Refusal], task_id: str | None,
-                      workers: int, file_roots: FileRoots) -> Iterator[ReadyBundle | Refusal]:
-    pool = _Workers(workers, task_id, file_roots)
-    pending: deque[tuple[Submission | Refusal, Future | None, int]] = deque()
-    in_flight = 0
-
-    def outcome(sub: Submission | Refusal, future: Future | None, generation: int) -> ReadyBundle | Refusal:
-        return sub if isinstance(sub, Refusal) else pool.outcome(sub, future, generation)  # type: ignore[arg-type]
-
-    try:
-        for sub in submissions:
-            future, generation = (None, 0) if isinstance(sub, Refusal) else pool.submit(sub)
-            pending.append((sub, future, generation))
-            in_flight += len(sub.raw) if future is not None else 0  # type: ignore[union-attr]
-            while pending and (in_flight > POOL_WINDOW_BYTES or pending[0][1] is None or pending[0][1].done()):
-                done, future, generation = pending.popleft()
-                if future is not None:
-                    in_flight -= len(done.raw)  # type: ignore[union-attr]
-                yield outcome(done, future, generation)
-        while pending:
-            yield outcome(*pending.popleft())
-    finally:
-        pool.close()
-
-
-_PR_SET_PDEATHSIG = 1
-
-
-def _worker_started(parent: int) -> None:
-    _die_with_parent(parent)
-    # The objects inherited from the parent are not this worker's garbage:
-    # keep the collector off them (and their copy-on-write pages).
-    gc.freeze()
-
-
-def _die_with_parent(parent: int) -> None:
-    """Linux kills this worker when the process that forked it dies, even by
-    SIGKILL (which runs no clean-up in the parent)."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):  # not Linux: the pool's own shutdown is all there is
-        pass
-    if os.getppid() != parent:  # the parent died before prctl took effect
-        os._exit(1)
-
-
-def _prepare_detached(source: str, raw: bytes, task_id: str | None,
-                      file_roots: FileRoots) -> tuple[ReadyBundle | Refusal, bool]:
-    """prepare() in a worker: the outcome travels back without the raw bytes
-    (the caller has them), and a candidate with its items as Arrow columns."""
-    outcome = prepare(Submission(source, raw), task_id, file_roots)
-    if isinstance(outcome, Refusal):
-        if outcome.raw is raw:
-            return dataclasses.replace(outcome, raw=None), True
-        return outcome, False
-    outcome.bundle = None  # prepare() gave its items as Arrow columns
-    outcome.raw = b""
-    return outcome, True
-
-
-def _attached(sub: Submission, future: Future) -> ReadyBundle | Refusal:
-    outcome, detached = future.result()
-    if detached:
-        if isinstance(outcome, Refusal):
-            return dataclasses.replace(outcome, raw=sub.raw)
-        outcome.raw = sub.raw
-    return outcome

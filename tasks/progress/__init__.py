@@ -1,1 +1,1 @@
-"""Progress of runs: events (spec 002) and the server that streams them."""
+"""Progress of runs: events (docs/web.md, "Progress events") and the server that streams them."""

@@ -31,8 +31,10 @@ def store_plan(catalog: Catalog, task_id: str, run_id: str, outcome: PlanOutcome
     plan = outcome.plan
 
     def record(cat: Catalog) -> None:
-        cat.run("plan_insert", [task_id, run_id, plan.question, plan.planner, plan.fallback_reason,
-                                len(plan.queries), plan.model_dump_json(), outcome.raw_answer, plan_key])
+        cat.run("plan_insert", {"task_id": task_id, "run_id": run_id, "question": plan.question,
+                                "planner": plan.planner, "fallback_reason": plan.fallback_reason,
+                                "query_count": len(plan.queries), "plan": plan.model_dump_json(),
+                                "raw_answer": outcome.raw_answer, "plan_path": plan_key})
 
     catalog.transaction(record, write, action="plan", task_id=task_id,
                         detail=f"{counted(len(plan.queries), 'query', 'queries')} ({plan.planner})")
@@ -47,8 +49,9 @@ def log_skipped_files(catalog: Catalog, task_id: str, provider: str, skipped: li
     """Files a provider could not read while preparing (path, reason), in the task's error log."""
     def log(cat: Catalog) -> None:
         for path, reason in skipped:
-            cat.run("error_log_add", [task_id, provider, Path(path).as_uri() if path.startswith("/") else path,
-                                      "unreadable", f"{provider}_index", reason])
+            cat.run("error_log_add", {"task_id": task_id, "provider": provider,
+                                      "url": Path(path).as_uri() if path.startswith("/") else path,
+                                      "error_code": "unreadable", "stage": f"{provider}_index", "message": reason})
 
     catalog.transaction(log, action="error log", task_id=task_id,
                         detail=f"{counted(len(skipped), 'file')} {provider} could not read")

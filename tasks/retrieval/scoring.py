@@ -60,6 +60,7 @@ from datetime import date, datetime, timezone
 from types import MappingProxyType
 from typing import Mapping
 
+from schemas.timestamps import to_utc
 from schemas.urls import domain_of, url_scheme
 from tasks.common.settings import Settings
 from tasks.retrieval.providers.base import Hit
@@ -158,7 +159,7 @@ def score_freshness(published_at: datetime | None, intent: str, now: datetime,
     if published_at is None:
         return clamp(config.undated)
     window = config.windows.get(intent) or config.windows.get("web") or FreshnessWindow()
-    published_at, now = _utc(published_at), _utc(now)
+    published_at, now = to_utc(published_at), to_utc(now)
     if window.since is not None:
         return 1.0 if published_at.date() >= window.since else 0.0
     age_days = max(0.0, (now - published_at).total_seconds() / 86400)
@@ -169,8 +170,6 @@ def score_freshness(published_at: datetime | None, intent: str, now: datetime,
     return clamp(1.0 - (age_days - window.full_days) / (window.zero_days - window.full_days))
 
 
-def _utc(moment: datetime) -> datetime:
-    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
 
 
 # -- authority ------------------------------------------------------------------

@@ -31,8 +31,12 @@ _ENDS_SENTENCE = re.compile(r"[.!?:;\u3002\uff01\uff1f\uff1b\uff1a][\"'\u201d\u2
 _CODE_LINE = re.compile(r"^\s*[$#%>] |::|\s--?[a-z]|[=/\\|{}<>\[\]]|^\s*[a-z][\w.-]*(?:\s+[\w./=-]+)+\s*$")
 # a sentence that introduces what follows it: a command, a setting, a list
 _INTRODUCES = re.compile(r"[:：]\s*$|如下|下面|下列|以下|as follows|the following|below\b", re.IGNORECASE)
-_PRONOUN_START = re.compile(r"^(?:it|this|that|these|those|they|he|she|such|then|so|also|but)\b|^[这它其此该]",
+# a sentence that opens on a word pointing back, or a connective that goes on from what was said ("Instead: …")
+_PRONOUN_START = re.compile(r"^(?:it|this|that|these|those|they|he|she|such|then|so|also|but|instead|however|"
+                            r"otherwise|therefore|thus|still)\b|^(?:[这它其此该]|因此|所以|但是|然而|否则|而是)",
                             re.IGNORECASE)
+# one that names something said before it ("… none of these bacteria, which is why …")
+_REFERS_BACK = re.compile(r"\b(?:these|those|such)\s+\w|\bwhich is why\b|这些|这种|上述", re.IGNORECASE)
 
 
 @dataclass
@@ -239,4 +243,5 @@ def quotable(sentence: str) -> bool:
 
 def dangling(window: Window) -> bool:
     before = window.sentences[window.first - 1] if window.first else None
-    return bool(before is not None and before.block == window.lead.block and _PRONOUN_START.match(window.lead.text))
+    return bool(before is not None and before.block == window.lead.block and (
+        _PRONOUN_START.match(window.lead.text) or _REFERS_BACK.search(window.lead.text)))

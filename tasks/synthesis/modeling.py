@@ -1,4 +1,4 @@
-"""Modeling (spec 002's ModelingAgent): a SynthesisResult → ModelBlueprint.
+"""Modeling (docs/reports.md): a SynthesisResult → ModelBlueprint.
 
 The extractive blueprint claims only what the evidence shows: core drivers
 are the insights' dimensions (aspects named in the question's words, or the

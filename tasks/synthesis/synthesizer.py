@@ -1,6 +1,8 @@
 """Synthesis: a task's consolidated sources → cited insights, key data
-points, contradictions and gaps (spec 001's synthesis agent). This is the
-interface flows call: it loads a task's sources and picks a synthesizer.
+points, contradictions and gaps (docs/reports.md). This is the
+interface flows call: it takes a task's sources (rows the caller read from
+the lake, see tasks.reporting.report.read_synthesis_input) and picks a
+synthesizer.
 
 Two synthesizers share one signature, `(sources, question, plan)`:
 - extractive (default, no model): tasks/synthesis/extractive.py;
@@ -19,35 +21,31 @@ the extractive synthesizer and says so in `warnings`, unless
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
 from schemas.report import SynthesisResult
-from tasks.lake.catalog import Catalog
 from tasks.synthesis.extractive import extractive_synthesis
 from tasks.common.llm import LLMConfig, LLMError
 from tasks.synthesis.base import Source
 from tasks.synthesis.llm_synthesis import llm_synthesis
 
-DEFAULT_MAX_SOURCES = 30  # spec 001: at most 10 per source kind, 30 in all
+DEFAULT_MAX_SOURCES = 30  # at most 10 per source kind, 30 in all: enough evidence, a bounded prompt
 
 
 # -- a task's sources and question ---------------------------------------------
 
-def load_sources(catalog: Catalog, task_id: str, limit: int = DEFAULT_MAX_SOURCES,
-                 source_ids: list[str] | None = None) -> list[Source]:
-    """A task's consolidated sources (only `source_ids` when given: a governed
-    run's selection), best first, numbered from 1."""
-    rows = catalog.rows("synthesis_sources", [task_id, source_ids, limit])
-    return [Source(number=i, source_id=r[0], url=r[1], title=r[2] or "", snippet=r[3] or "",
-                   content_text=r[4] or "", language=r[5], score=float(r[6] or 0.0))
+def sources_from_rows(rows: Iterable[Mapping[str, Any]]) -> list[Source]:
+    """Sources from a task's consolidated rows (best first, keyed by column
+    name: source_id, url, title, snippet, content_text, language,
+    score_final), numbered from 1."""
+    return [Source(number=i, source_id=r["source_id"], url=r["url"], title=r["title"] or "",
+                   snippet=r["snippet"] or "", content_text=r["content_text"] or "", language=r["language"],
+                   score=float(r["score_final"] or 0.0))
             for i, r in enumerate(rows, start=1)]
-
-
-def task_queries(catalog: Catalog, task_id: str) -> list[str]:
-    return [r[0] for r in catalog.rows("synthesis_task_queries", [task_id])]
 
 
 def plan_dict(plan: Any) -> dict | None:
@@ -102,14 +100,13 @@ class SynthesisInput:
     plan: dict | None = None
 
 
-def synthesis_input(catalog: Catalog, task_id: str, plan: Any = None, *, question: str | None = None,
-                    max_sources: int = DEFAULT_MAX_SOURCES, source_ids: list[str] | None = None) -> SynthesisInput:
-    """A task's consolidated sources and its question: `question`, else the
-    plan's, else the task's query texts."""
-    sources = load_sources(catalog, task_id, max_sources, source_ids)
+def synthesis_input(task_id: str, source_rows: Iterable[Mapping[str, Any]], queries: list[str],
+                    plan: Any = None, *, question: str | None = None) -> SynthesisInput:
+    """A task's sources (its consolidated rows, read by the caller) and its
+    question: `question`, else the plan's, else the task's query texts."""
     plan = plan_dict(plan)
-    text = resolve_question(question, plan, task_queries(catalog, task_id), fallback=task_id)
-    return SynthesisInput(task_id, sources, text, plan)
+    text = resolve_question(question, plan, queries, fallback=task_id)
+    return SynthesisInput(task_id, sources_from_rows(source_rows), text, plan)
 
 
 def synthesize_material(material: SynthesisInput, *, llm: LLMConfig | None = None,

@@ -6,12 +6,13 @@ from __future__ import annotations
 import csv
 import io
 import json
+import uuid
 
 import pytest
 from rich.cells import cell_len
 
 from schemas.governance import Budget
-from tasks.governance.runs import finish_run, new_trace_id, start_run
+from tasks.governance.runs import finish_run, start_run
 from tasks.reporting.report import publish_report
 from tests.report_helpers import PLAN
 
@@ -20,7 +21,7 @@ HOSTILE_QUESTION = "Why [bold red]does[/] \x1b]0;pwned\x07\x1b[2J this\u202e wor
 
 
 def run(settings, task_id: str, question: str, status: str = "complete") -> None:
-    trace_id = new_trace_id()
+    trace_id = uuid.uuid4().hex
     start_run(settings, trace_id, task_id, question, None, "default", Budget())
     if status != "running":
         finish_run(settings, trace_id, status)

@@ -1,4 +1,4 @@
-"""The run budget (spec 003 §1.③): defaults, environment, overrides, and a
+"""The run budget (docs/research.md, "Budget"): defaults, environment, overrides, and a
 one-line error naming what to fix for every bad value."""
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import threading
+import uuid
 from datetime import datetime
 from pathlib import Path
 
@@ -21,15 +22,15 @@ from tasks.common.settings import Settings
 from tasks.governance.gates import build_output
 from tasks.governance.filters import Candidate, aggregate_publishers
 from tasks.common.processes import ProcessIdentity
-from tasks.governance.runs import (RunSummary, TraceLog, close_dead_runs, finish_run, new_trace_id, record_outcome,
-                                   start_run, trace_path)
+from tasks.governance.runs import RunSummary, close_dead_runs, finish_run, record_outcome, start_run
+from tasks.governance.trace import TraceLog, trace_path
 
 TASK = "t1"
 
 
 @pytest.fixture
 def trace_id() -> str:
-    return new_trace_id()
+    return uuid.uuid4().hex
 
 
 def lines_of(path: Path) -> list[dict]:
@@ -172,7 +173,7 @@ def test_a_trace_resumed_after_a_torn_line_starts_a_line_of_its_own(lake, settin
 def test_many_runs_at_once_lose_no_trace_line(lake, settings):
     """A server running twenty runs at once: every line of every trace is a row."""
     quick = Settings(home=settings.home, lock_timeout=0.05)
-    traces = [TraceLog(quick, TASK, new_trace_id()) for _ in range(20)]
+    traces = [TraceLog(quick, TASK, uuid.uuid4().hex) for _ in range(20)]
 
     def run(trace: TraceLog) -> None:
         trace.run("running")
@@ -248,7 +249,7 @@ def test_summary_lines_and_load(settings, trace_id):
 
 def test_a_report_rebuild_covers_the_latest_complete_runs_selection(settings):
     from tasks.retrieval.plan_store import selected_source_ids
-    first, failed = new_trace_id(), new_trace_id()
+    first, failed = uuid.uuid4().hex, uuid.uuid4().hex
     with open_catalog(settings) as catalog:
         assert selected_source_ids(catalog, TASK) is None  # no run: every consolidated source
     start_run(settings, first, TASK, "Why?", None, "default", Budget())
@@ -268,7 +269,8 @@ DYING_RUN = """
 import os, signal, sys
 from schemas.governance import Budget
 from tasks.common.settings import Settings
-from tasks.governance.runs import TraceLog, start_run
+from tasks.governance.runs import start_run
+from tasks.governance.trace import TraceLog
 settings = Settings()
 start_run(settings, sys.argv[1], "t1", "Why?", None, "default", Budget())
 TraceLog(settings, "t1", sys.argv[1]).run("running")

@@ -2,8 +2,8 @@
 DuckLake and SQLite extensions attaches the catalog read-only (Polars takes
 the rows from there), and sees exactly what analysts see through `searchlake
 sql`, including the rows of small commits that DuckLake keeps inside the
-catalog rather than in Parquet files. The README's snippet for it runs here
-as written."""
+catalog rather than in Parquet files. The manual's snippet for it
+(docs/lake.md, "Dashboards and notebooks") runs here as written."""
 
 from __future__ import annotations
 
@@ -63,19 +63,19 @@ def test_a_dashboard_can_look_back_at_an_earlier_snapshot(lake, inbox, new_bundl
     assert now == [("https://b.example/2",), ("https://a.example/1",)]
 
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+MANUAL_PAGE = Path(__file__).resolve().parents[2] / "docs" / "lake.md"
 SNIPPET_MARK = "<!-- dashboard snippet -->"
 
 
-def readme_snippet() -> str:
-    """The Python block that follows the marker in README.md, as a reader copies it."""
-    after = README.read_text(encoding="utf-8").split(SNIPPET_MARK, 1)[1]
+def manual_snippet() -> str:
+    """The Python block that follows the marker in docs/lake.md, as a reader copies it."""
+    after = MANUAL_PAGE.read_text(encoding="utf-8").split(SNIPPET_MARK, 1)[1]
     block = after.split("```python\n", 1)[1].split("```", 1)[0]
-    assert block.strip(), "README.md: the dashboard snippet is empty"
+    assert block.strip(), "docs/lake.md: the dashboard snippet is empty"
     return block
 
 
-def test_the_readme_snippet_reads_the_lake_offline_in_a_fresh_process(tmp_path, inbox, new_bundle, new_item):
+def test_the_manual_snippet_reads_the_lake_offline_in_a_fresh_process(tmp_path, inbox, new_bundle, new_item):
     """The snippet as written, run from a project folder whose data/ holds
     a lake that `searchlake ingest` and `consolidate` made."""
     from tests.conftest import CLI
@@ -89,7 +89,7 @@ def test_the_readme_snippet_reads_the_lake_offline_in_a_fresh_process(tmp_path, 
     assert cli.run("consolidate", "--all").returncode == 0
 
     shown = "\nimport json\nprint(json.dumps({'calls': calls.rows(), 'top': top.rows()}))\n"
-    done = subprocess.run([sys.executable, "-c", readme_snippet() + shown], cwd=project, capture_output=True,
+    done = subprocess.run([sys.executable, "-c", manual_snippet() + shown], cwd=project, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     read = json.loads(done.stdout.strip().splitlines()[-1])

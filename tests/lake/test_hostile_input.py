@@ -14,7 +14,7 @@ import pytest
 
 from bench.generate import bundles
 from tests.conftest import in_thread, release_blocked_reader
-from tasks.lake import landing, validation
+from tasks.lake import landing, validation_pool
 
 
 def good_files(inbox, new_bundle, new_item, count: int = 5) -> list[Path]:
@@ -28,8 +28,8 @@ def deep_json(levels: int = 1100) -> str:
 @pytest.fixture
 def in_workers(monkeypatch):
     """Validate in worker processes even for a handful of small files."""
-    monkeypatch.setattr(validation, "POOL_MIN_BYTES", 0)
-    monkeypatch.setattr(validation, "WORKERS", 2)
+    monkeypatch.setattr(validation_pool, "POOL_MIN_BYTES", 0)
+    monkeypatch.setattr(validation_pool, "WORKERS", 2)
 
 
 @pytest.mark.parametrize("mode", ["in process", "in workers"])
@@ -170,14 +170,14 @@ def test_the_same_bundle_twice_in_one_batch_written_differently_lands_once(lake,
 
 def test_a_file_that_kills_its_worker_is_refused_and_the_rest_lands(lake, inbox, new_bundle, new_item,
                                                                     in_workers, monkeypatch):
-    real_prepare = validation.prepare
+    real_prepare = validation_pool.prepare
 
     def dies_on_poison(sub, *args):
         if "poison" in sub.source:
             os._exit(3)  # a worker killed mid-file, as by the OOM killer
         return real_prepare(sub, *args)
 
-    monkeypatch.setattr(validation, "prepare", dies_on_poison)  # the forked workers inherit it
+    monkeypatch.setattr(validation_pool, "prepare", dies_on_poison)  # the forked workers inherit it
     good = good_files(inbox, new_bundle, new_item, 8)
     inbox.write(new_bundle("poison", [new_item("https://p.example/")]))
 

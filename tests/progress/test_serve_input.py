@@ -15,6 +15,7 @@ from starlette.testclient import TestClient
 from tasks.common.settings import Settings
 from tasks.progress.handoff import fingerprint
 from tasks.progress.serve import build_app, make_server
+from tasks.progress.web import routes
 
 JSON = {"content-type": "application/json"}
 FORM = {"content-type": "application/x-www-form-urlencoded"}
@@ -95,6 +96,15 @@ def test_a_good_body_reaches_the_launcher(client, recorder, settings):
     assert response.status_code == 503  # the recorder starts nothing, and says so
     assert recorder.started == [("solar", ["library"], None, 3, {
         "task_id": None, "max_results": None, "demand_id": "default", "budget": {"timeout": 60}})]
+
+
+def test_a_run_that_never_starts_is_answered_at_the_deadline(client, recorder, settings, monkeypatch):
+    monkeypatch.setattr(routes, "FIRST_EVENT_DEADLINE", 0.2)
+    monkeypatch.setattr(recorder, "launch_error", lambda task_id: None)  # started, but no event ever comes
+    response = client.post("/api/research", json={"question": "solar", "fingerprint": fingerprint(settings)})
+    assert response.status_code == 504
+    assert response.json()["task_id"] == "t-started"
+    assert "wrote no event" in one_line_error(response)
 
 
 @pytest.mark.parametrize("path", ["/research", "/ask"])

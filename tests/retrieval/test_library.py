@@ -12,7 +12,8 @@ import pytest
 
 from schemas.urls import check_lake_url
 from tasks.common.settings import Settings
-from tasks.retrieval.providers.library.documents import PASSAGE_CHARS, PYDOC_PAGES, SkipFile, extract, passages
+from tasks.retrieval.providers.library.documents import PASSAGE_CHARS, PYDOC_PAGES, passages
+from tasks.retrieval.providers.library.extraction import SkipFile, extract
 from tasks.retrieval.providers.library.documents import corpus_for
 from tasks.retrieval.providers.library.index import _LOADED, _read_store, index_library, store_dir
 from tasks.retrieval.providers.base import Query
@@ -293,8 +294,6 @@ def test_pdf_needs_pypdf_or_is_indexed(tmp_path):
 
 
 def test_undecodable_and_empty_files_are_skips():
-    from tasks.retrieval.providers.library.documents import SkipFile
-
     with pytest.raises(SkipFile, match="binary"):
         extract("text", b"abc\x00def", "x.txt")
     with pytest.raises(SkipFile, match="no text"):

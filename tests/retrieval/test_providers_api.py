@@ -1,4 +1,4 @@
-"""Every API provider against its documented response shape (spec/providers.md),
+"""Every API provider against its documented response shape (tests/fixtures/providers/),
 replayed through httpx.MockTransport behind the real shared client.
 
 The first half checks each provider's request and parsing; the second half

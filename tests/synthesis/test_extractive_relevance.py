@@ -205,3 +205,21 @@ def test_a_partial_passage_never_displaces_a_sentence_that_covers_the_question()
     assert not [i for i in result.synthesized_insights if "covers only part" in i.text]
     assert result.synthesized_insights[0].citations[0].quote.startswith("A generator function produces values")
     assert not [g for g in result.contradictions_or_gaps if g.description.startswith("The sources found")]
+
+
+def test_a_sentence_naming_what_came_before_is_quoted_with_it():
+    """"… none of these bacteria, which is why …" is half a statement
+    without the sentence that says which bacteria; "Instead: …" without what
+    it replaces."""
+    cycle = ("Fish waste and leftover food break down into ammonia, which is toxic. Bacteria in the filter turn "
+             "ammonia into nitrite, and a second group of bacteria turn nitrite into nitrate. A new tank has none "
+             "of these bacteria, which is why fish die in \"new tank syndrome\".")
+    result = extractive_synthesis([source(1, "file:///notes/nitrogen-cycle.md", "The nitrogen cycle", cycle)],
+                                  "What does 'new tank syndrome' actually mean?")
+    assert "Bacteria in the filter turn ammonia into nitrite" in quotes(result)[0]
+
+    nitrate = ("Do not change 90% of the water at once: it changes the pH so quickly that it can shock the fish. "
+               "Instead: a 50% change, then another 50% change the next day.")
+    result = extractive_synthesis([source(1, "file:///notes/nitrate.md", "Nitrate too high", nitrate)],
+                                  "Nitrate is at 80. What water change brings it down?")
+    assert any("shock the fish. Instead: a 50% change" in q for q in quotes(result))

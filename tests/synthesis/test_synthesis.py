@@ -20,7 +20,8 @@ from tasks.synthesis.extractive import extractive_synthesis
 from tasks.lake.landing import land_files
 from tasks.common.llm import LLMError
 from tasks.synthesis.passages import comparable, figures, locate, sentence_spans
-from tasks.synthesis.synthesizer import load_sources, synthesis_input, synthesize, synthesize_material
+from tasks.reporting.report import read_synthesis_input
+from tasks.synthesis.synthesizer import synthesize, synthesize_material
 from tasks.synthesis.base import Source, finish
 from tasks.synthesis.llm_synthesis import llm_synthesis, resolve_source
 from tasks.synthesis.question import read_question
@@ -223,8 +224,8 @@ def _land(settings, inbox, new_bundle, new_item, task: str = "t1"):
 def test_load_sources_reads_consolidated_text_best_first(settings, inbox, new_bundle, new_item):
     _land(settings, inbox, new_bundle, new_item)
     with open_catalog(settings) as catalog:
-        sources = load_sources(catalog, "t1")
-        material = synthesis_input(catalog, "t1")  # no plan, no question: the task's queries stand in
+        material = read_synthesis_input(catalog, "t1")  # no plan, no question: the task's queries stand in
+    sources = material.sources
     result = synthesize_material(material)
     assert [s.number for s in sources] == [1, 2]
     assert sources[0].url == "https://peps.python.org/pep-0621/"
@@ -238,7 +239,7 @@ def test_load_sources_reads_consolidated_text_best_first(settings, inbox, new_bu
 def test_unknown_task_synthesizes_to_no_sources_without_calling_the_model(settings):
     calls: list = []
     with open_catalog(settings) as catalog:
-        material = synthesis_input(catalog, "nothing-here", PLAN)
+        material = read_synthesis_input(catalog, "nothing-here", PLAN)
     result = synthesize_material(material, llm=CONFIG, client=mock_llm("{}", seen=calls))
     assert calls == []
     assert result.contradictions_or_gaps[0].kind == "gap" and not result.synthesized_insights

@@ -2,7 +2,7 @@
 turn loosely typed JSON fields into `Hit` fields.
 
 Parsers are forgiving on purpose: APIs add, drop and retype fields over time
-(see spec/providers.md), so a missing or odd field becomes None, never an
+(each provider's API documentation), so a missing or odd field becomes None, never an
 exception. Only a body whose overall shape is wrong is a `bad_response`.
 """
 

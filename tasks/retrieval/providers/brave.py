@@ -30,7 +30,7 @@ MAX_PER_CALL = 20  # documented `count` range for web results: 1-20
 class BraveSettings(ProviderSettings):
     brave_api_key: SecretStr | None = Field(
         default=None, validation_alias=AliasChoices("BRAVE_API_KEY", "SEARCHLAKE_BRAVE_API_KEY"),
-        description="Brave Search API key (brave: web search)")
+        description="Enables the brave provider (web, news)")
     variable = "BRAVE_API_KEY"
 
     @property

@@ -34,7 +34,7 @@ MAX_PER_CALL = 100  # per_page max in the newest docs (older ones said 200)
 class OpenAlexSettings(ProviderSettings):
     openalex_api_key: SecretStr | None = Field(
         default=None, validation_alias=AliasChoices("OPENALEX_API_KEY", "SEARCHLAKE_OPENALEX_API_KEY"),
-        description="OpenAlex API key (openalex: scholarly works; works without, in the shared pool)")
+        description="Key for the openalex provider (academic; optional)")
     variable = "OPENALEX_API_KEY"
 
     @property

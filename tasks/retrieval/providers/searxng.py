@@ -1,6 +1,6 @@
 """SearXNG (self-hosted metasearch): GET {SEARXNG_URL}/search?format=json.
 
-Two quirks shape this module (spec/providers.md §6):
+Two quirks of SearXNG's JSON API shape this module:
 - JSON output must be enabled in the instance's settings.yml
   (`search.formats`); otherwise it answers 403, reported as `json_disabled`.
 - When every engine fails the answer is still HTTP 200 with no results and
@@ -35,7 +35,7 @@ CATEGORY_BY_INTENT = {"news": "news", "academic": "science"}
 class SearxngSettings(ProviderSettings):
     searxng_url: str | None = Field(
         default=None, validation_alias=AliasChoices("SEARXNG_URL", "SEARCHLAKE_SEARXNG_URL"),
-        description="A SearXNG instance (searxng: metasearch), e.g. http://searx.lan:8080")
+        description="Your SearXNG instance (JSON format enabled); enables the searxng provider (web, news)")
     variable = "SEARXNG_URL"
     url_fields = ("searxng_url",)  # it may carry credentials (user:password@, ?token=)
 

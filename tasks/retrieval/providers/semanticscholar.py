@@ -32,7 +32,7 @@ FIELDS = "title,url,abstract,year,publicationDate,venue,authors,citationCount,ex
 class SemanticScholarSettings(ProviderSettings):
     semantic_scholar_api_key: SecretStr | None = Field(
         default=None, validation_alias=AliasChoices("SEMANTIC_SCHOLAR_API_KEY", "SEARCHLAKE_SEMANTIC_SCHOLAR_API_KEY"),
-        description="Semantic Scholar API key (semanticscholar: papers; works without, in the shared public pool)")
+        description="Key for the semanticscholar provider (academic; optional)")
     variable = "SEMANTIC_SCHOLAR_API_KEY"
 
     @property

@@ -27,7 +27,7 @@ MAX_PER_CALL = 20  # documented range of max_results: 0-20
 class TavilySettings(ProviderSettings):
     tavily_api_key: SecretStr | None = Field(
         default=None, validation_alias=AliasChoices("TAVILY_API_KEY", "SEARCHLAKE_TAVILY_API_KEY"),
-        description="Tavily API key (tavily: web and news search)")
+        description="Enables the tavily provider (web, news)")
     variable = "TAVILY_API_KEY"
 
     @property

@@ -32,7 +32,7 @@ MAX_PER_CALL = 100  # no documented maximum; plans cap far lower
 class TheNewsApiSettings(ProviderSettings):
     thenewsapi_token: SecretStr | None = Field(
         default=None, validation_alias=AliasChoices("THENEWSAPI_TOKEN", "SEARCHLAKE_THENEWSAPI_TOKEN"),
-        description="TheNewsAPI token (thenewsapi: news)")
+        description="Enables the thenewsapi provider (news)")
     variable = "THENEWSAPI_TOKEN"
 
     @property

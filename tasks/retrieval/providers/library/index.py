@@ -43,8 +43,8 @@ from filelock import FileLock
 
 from tasks.common.settings import Settings
 from tasks.common.text import terms
-from tasks.retrieval.providers.library.documents import (Corpus, DocumentFile, Skip, SkipFile, corpus_for, extract,
-                                                         passages)
+from tasks.retrieval.providers.library.documents import Corpus, DocumentFile, Skip, corpus_for, passages
+from tasks.retrieval.providers.library.extraction import SkipFile, extract
 from tasks.retrieval.bm25 import B, K1
 from tasks.retrieval.providers.library.embeddings import DIM, embed
 

@@ -4,7 +4,7 @@ needs no catalog: its index lives under SEARCHLAKE_HOME/library/.
 
 Ranking (see `_ranking`): BM25 over passages with pseudo-relevance feedback
 (RM3), fused by reciprocal rank with a small dense model's passage
-similarity. Chosen by measurement (README, "Relevance"). Results keep that
+similarity. Chosen by measurement (docs/relevance.md; figures in bench/README.md). Results keep that
 order; a hit's snippet is its best passage, trimmed to about SNIPPET_CHARS
 around the query terms.
 

@@ -1,0 +1,79 @@
+"""What the page may start, and with what: the Launcher the server runs
+flows through, the library folders it offers, and the checks a form or a
+JSON request passes before anything starts. A research run searches the
+default library or a folder the server offers (SEARCHLAKE_LIBRARY,
+SEARCHLAKE_SERVE_LIBRARIES), never another folder the server could read;
+only the server's own user names any folder (see guards.py, Access)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol
+
+from tasks.common.errors import UserError
+from tasks.common.settings import Settings
+
+MAX_QUESTION = 2000
+
+
+class LaunchRefused(UserError, ValueError):
+    """The form asked for something that cannot start (one line for the page)."""
+
+
+class LibraryRefused(LaunchRefused):
+    """A library folder this server does not offer."""
+
+
+class Launcher(Protocol):
+    """Starts work for the page; lives with the flows (it runs them)."""
+
+    def providers(self) -> list[str]: ...
+    def can_ask(self) -> bool: ...
+    def research(self, question: str, providers: list[str] | None, library: str | None, target: int | None,
+                 task_id: str | None = None, max_results: int | None = None, demand_id: str = "default",
+                 budget: dict | None = None) -> str: ...
+    def ask(self, question: str) -> str: ...
+    def launch_error(self, task_id: str) -> str | None: ...
+
+
+def checked_question(question: str) -> str:
+    if not question or len(question) > MAX_QUESTION:
+        raise LaunchRefused(f"the question must have 1 to {MAX_QUESTION} characters")
+    return question
+
+
+def offered_library(settings: Settings, asked: str | None) -> str | None:
+    """The library folder a request asked for, when this server offers it:
+    none (the default library), SEARCHLAKE_LIBRARY or one of
+    SEARCHLAKE_SERVE_LIBRARIES. Folders are compared resolved, so neither a
+    link nor '..' leads anywhere else."""
+    if not asked:
+        return None
+    folder = _resolved(asked)
+    if folder is None or folder not in offered_libraries(settings):
+        raise LibraryRefused(f"library folder {asked!r} is not a library this server offers "
+                             "(SEARCHLAKE_LIBRARY and SEARCHLAKE_SERVE_LIBRARIES name them)")
+    return str(folder)
+
+
+def offered_libraries(settings: Settings) -> list[Path]:
+    folders = [_resolved(str(folder)) for folder in (settings.library, *settings.serve_libraries) if folder]
+    return list(dict.fromkeys(folder for folder in folders if folder is not None))
+
+
+def _resolved(folder: str) -> Path | None:
+    try:
+        return Path(folder).expanduser().resolve()
+    except (OSError, RuntimeError, ValueError):  # a link loop, a NUL byte: no folder at all
+        return None
+
+
+def launch_research(launcher: Launcher, settings: Settings, values: dict, providers: list[str]) -> str:
+    """Start the research run a page form asked for (its fields as text)."""
+    question = checked_question(values["question"])
+    target = None
+    if values["target"]:
+        if not values["target"].isdigit() or int(values["target"]) < 1:
+            raise LaunchRefused(f"target must be a whole number of sources, at least 1, not {values['target']!r}")
+        target = int(values["target"])
+    return launcher.research(question, providers or None, offered_library(settings, values["library"]), target)

@@ -1,0 +1,197 @@
+"""Text extraction: the title and plain text of one document file
+(Markdown, text, HTML, PDF with the optional `pypdf` package). A file with
+no text, undecodable bytes, a navigation page or an unreadable PDF raises
+SkipFile with the reason, for the caller's error log. Walking a folder and
+cutting text into passages is documents.py.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from tasks.common.errors import UserError
+
+
+class SkipFile(UserError):
+    """This file cannot be indexed; the message is the reason."""
+
+
+@dataclass(frozen=True)
+class Extracted:
+    title: str
+    text: str
+
+
+def extract(kind: str, data: bytes, name: str) -> Extracted:
+    """Title and plain text of one document; SkipFile when there is none."""
+    if kind == "pdf":
+        title, text = _pdf(data)
+    elif kind == "html":
+        title, text = _html(decode(data))
+    else:
+        text = decode(data).replace("\r\n", "\n").replace("\r", "\n")
+        if kind == "markdown":
+            title, text = _markdown(text)
+        else:
+            title = _underlined_title(text) if kind in ("rst", "text") else _first_line(text)
+    if not text.strip():
+        raise SkipFile("no text")
+    return Extracted(title=(title or Path(name).stem).strip()[:500], text=text)
+
+
+def decode(data: bytes) -> str:
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        try:
+            return data.decode("utf-16")
+        except UnicodeDecodeError:
+            raise SkipFile("undecodable UTF-16 text") from None
+    if b"\x00" in data[:8192]:
+        raise SkipFile("binary file (NUL bytes)")
+    # UTF-8 first; cp1252 reads most older Western text files.
+    for encoding in ("utf-8-sig", "cp1252"):
+        try:
+            text = data.decode(encoding)
+            break
+        except UnicodeDecodeError:
+            continue
+    else:
+        raise SkipFile("binary or undecodable file (neither UTF-8 nor cp1252)")
+    sample = text[:4096]
+    controls = sum(1 for ch in sample if ord(ch) < 32 and ch not in "\t\n\r\f")
+    if sample and controls > len(sample) * 0.05:
+        raise SkipFile("binary file (control characters)")
+    return text
+
+
+_FRONT_MATTER = re.compile(r"\A---\n(.*?)\n(?:---|\.\.\.)\n", re.S)
+_ATX = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)[ \t#]*$")
+_FENCE = re.compile(r"^ {0,3}(```|~~~)")
+_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
+
+
+def _markdown(text: str) -> tuple[str | None, str]:
+    title = None
+    front = _FRONT_MATTER.match(text)
+    if front:
+        text = text[front.end():]
+        found = re.search(r"^title:[ \t]*(.+)$", front.group(1), re.M)
+        title = found.group(1).strip().strip("\"'") if found else None
+    return title or _markdown_heading(text), text
+
+
+def _markdown_heading(text: str) -> str | None:
+    lines = text.split("\n")
+    fenced = False
+    for index, line in enumerate(lines):
+        if _FENCE.match(line):
+            fenced = not fenced
+        if fenced:
+            continue
+        if match := _ATX.match(line):
+            return match.group(1)
+        following = lines[index + 1] if index + 1 < len(lines) else ""
+        if line.strip() and _SETEXT.match(following):
+            return line.strip()
+    return None
+
+
+def _underlined_title(text: str) -> str | None:
+    """reStructuredText-style: a line underlined with a repeated punctuation."""
+    lines = [line.rstrip() for line in text.split("\n")[:40]]
+    for index, line in enumerate(lines[:-1]):
+        under = lines[index + 1]
+        if (line.strip() and not re.fullmatch(r"(\W)\1*", line.strip())
+                and re.fullmatch(r"([=\-~^*#+`:.'\"_])\1{2,}", under) and len(under) >= len(line.strip()) * 0.6):
+            return line.strip()
+    return None
+
+
+def _first_line(text: str) -> str | None:
+    return next((line.strip() for line in text.split("\n") if line.strip()), None)
+
+
+# Within a page, its main content when it marks one (Sphinx, MkDocs, Read the
+# Docs and most site generators do): navigation, sidebars and footers repeat
+# on every page and would match every query.
+_MAIN = ("[role=main]", "main", "article", "div.body")
+_CHROME = ("nav,header,footer,aside,[role=navigation],[role=search],[role=contentinfo],.sphinxsidebar,.related,"
+           ".footer,a.headerlink")
+NAVIGATION_LINK_SHARE = 0.6  # a page whose text is mostly link text is an index of other pages
+
+_BLOCKS = ("p,div,section,article,main,header,footer,aside,blockquote,pre,table,tr,ul,ol,li,dl,dt,dd,"
+           "h1,h2,h3,h4,h5,h6,br,hr,figure,figcaption,form,fieldset,details,summary")
+_HIDDEN = "script,style,noscript,template,svg,nav,iframe,object"
+# A private-use mark for the lines of preformatted text while the rest is joined (removed from the markup first).
+_KEPT_NEWLINE = "\ue001"
+_CJK_CHARS = "\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef"  # Chinese and Japanese, with their punctuation
+_CJK_CHAR = re.compile(f"[{_CJK_CHARS}]")
+_WRAP_BESIDE_CJK = re.compile(f"(?<=[{_CJK_CHARS}])[ \t]*\n[ \t]*(?=\\S)|(?<=\\S)[ \t]*\n[ \t]*(?=[{_CJK_CHARS}])")
+
+
+def _html(markup: str) -> tuple[str | None, str]:
+    from selectolax.lexbor import LexborHTMLParser
+
+    tree = LexborHTMLParser(markup.replace(_KEPT_NEWLINE, ""))
+    for node in tree.css(_HIDDEN):
+        node.decompose()
+    root = next((node for node in map(tree.css_first, _MAIN) if node is not None), None) or tree.body or tree.root
+    for node in root.css(_CHROME) if root else []:
+        node.decompose()
+    title_node = tree.css_first("title") or (root.css_first("h1") if root else None)
+    title = " ".join(title_node.text().split()) if title_node else None
+    if root is not None and _mostly_links(root):
+        raise SkipFile("a navigation page (mostly links)")
+    return title or None, _block_text(root) if root else ""
+
+
+def _block_text(root) -> str:
+    """Blocks become blank-line separated paragraphs, so passages keep the
+    document's structure; preformatted text keeps its lines. A newline of
+    the markup beside Chinese text is what a browser makes of it — nothing
+    between two Chinese characters, a space otherwise — since wrapped
+    Chinese has no other sign of running on: "…你也可以键入\n”exit" 退出"
+    is one sentence. (Other wrapped lines are kept: sentence splitting
+    joins them, tasks/synthesis/passages.py.)"""
+    for node in root.css("pre"):
+        node.replace_with("\n\n" + node.text(separator="", strip=False).replace("\n", _KEPT_NEWLINE) + "\n\n")
+    for node in root.css(_BLOCKS):
+        node.insert_before("\n\n")
+        node.insert_after("\n\n")
+    raw = _WRAP_BESIDE_CJK.sub(_browser_join, root.text(separator="", strip=False)).replace(_KEPT_NEWLINE, "\n")
+    lines = (" ".join(line.split()) for line in raw.split("\n"))
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+
+
+def _browser_join(wrap: re.Match) -> str:
+    text = wrap.string
+    return "" if _CJK_CHAR.match(text[wrap.start() - 1]) and _CJK_CHAR.match(text[wrap.end()]) else " "
+
+
+def _mostly_links(root) -> bool:
+    text = len(" ".join(root.text(separator=" ").split()))
+    # a[href]: an XHTML anchor written <a id="x"/> opens a link an HTML parser keeps open to the end
+    linked = sum(len(" ".join(a.text(separator=" ").split())) for a in root.css("a[href]"))
+    return text > 0 and linked / text > NAVIGATION_LINK_SHARE
+
+
+def _pdf(data: bytes) -> tuple[str | None, str]:
+    try:
+        import pypdf  # optional: `pip install pypdf` to index PDFs
+    except ImportError:
+        raise SkipFile("PDF support needs the optional 'pypdf' package") from None
+    import io
+
+    try:
+        reader = pypdf.PdfReader(io.BytesIO(data))
+        if reader.is_encrypted:
+            raise SkipFile("encrypted PDF")
+        pages = [page.extract_text() or "" for page in reader.pages]
+        title = reader.metadata.title if reader.metadata else None
+    except SkipFile:
+        raise
+    except Exception as error:  # pypdf raises many types on malformed input; a bad file is a skip
+        raise SkipFile(f"unreadable PDF: {type(error).__name__}: {error}"[:300]) from None
+    text = "\n\n".join(page.strip() for page in pages if page.strip())
+    return (title or _first_line(text)), text
