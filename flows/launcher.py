@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import threading
 import time
-from pathlib import Path
 
-from flows.research_checks import (ResearchRefused, check_library, check_prerequisites, check_question,
-                                   check_target, parse_providers, resolve_budget)
+from flows.research_checks import ResearchRefused, check_request
+from schemas.request import ResearchRequest
 from tasks.common.settings import Settings
 from tasks.lake.files import run_logs_root
 from tasks.progress.events import runs_of_task
@@ -41,48 +40,39 @@ class ResearchLauncher:
         return self.settings.openrouter_api_key is not None
 
     # -- research
-    def research(self, question: str, providers: list[str] | None, library: str | None, target: int | None,
-                 task_id: str | None = None, max_results: int | None = None, demand_id: str = "default",
-                 budget: dict | None = None) -> str:
+    def research(self, request: ResearchRequest) -> str:
         """Check the request, start the run in a thread, return its task id."""
         from flows.research import new_task_id
         try:
-            check_question(question)
-            folder = check_library(Path(library).expanduser() if library else None)
-            check_target(target)
-            names = parse_providers(providers)
-            resolved = resolve_budget(**(budget or {}))
-            check_prerequisites(folder, names, max_results)
+            request = check_request(request)
         except ResearchRefused as exc:
             raise LaunchRefused(str(exc)) from None
-        task_id = task_id or new_task_id(question)
+        if request.task_id is None:
+            request = request.model_copy(update={"task_id": new_task_id(request.question)})
+        task_id = request.task_id
         with self._lock:
             running = self._threads.get(task_id)
             if running is not None and running.is_alive():
                 raise LaunchRefused(f"task {task_id} is already running")
-            thread = threading.Thread(
-                target=self._run, name=f"research {task_id}", daemon=True,
-                args=(question, task_id, str(folder) if folder else None, names, max_results, target, demand_id,
-                      resolved))
+            thread = threading.Thread(target=self._run, args=(request,), name=f"research {task_id}", daemon=True)
             self._threads[task_id] = thread
             self._errors.pop(task_id, None)
         thread.start()
         return task_id
 
-    def _run(self, *args) -> None:
+    def _run(self, request: ResearchRequest) -> None:
         try:
-            self._run_flow(*args)
+            self._run_flow(request)
         finally:
             self._last_run_ended = time.monotonic()
 
-    def _run_flow(self, question, task_id, library, names, max_results, target, demand_id, budget) -> None:
+    def _run_flow(self, request: ResearchRequest) -> None:
         from flows.prefect_api import PrefectUnavailable, run_flow
-        from flows.research import research_flow
-        flow = research_flow.with_options(timeout_seconds=budget.timeout_seconds)
+        from flows.research import timed_flow
+        task_id = request.task_id
         self._api_ready.wait()
         try:
-            state = run_flow(flow, question, task_id=task_id, library=library, providers=names,
-                             max_results=max_results, target=target, demand_id=demand_id, budget=budget.to_dict())
+            state = run_flow(timed_flow(request), **request.flow_parameters())
         except PrefectUnavailable as exc:
             self._errors[task_id] = str(exc)
             return

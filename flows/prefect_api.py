@@ -47,7 +47,9 @@ def reach_api() -> None:
     from prefect.client.orchestration import get_client
     try:
         with get_client(sync_client=True) as client:
-            client.api_healthcheck()
+            failure = client.api_healthcheck()  # returned, not raised
+        if failure is not None:
+            raise failure
     except Exception as exc:
         problem = _unavailable(exc)
         if problem is not None:

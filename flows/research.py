@@ -12,8 +12,10 @@ import asyncio
 import re
 import time
 import uuid
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
+
+import httpx
 
 from prefect import flow
 from prefect.futures import as_completed
@@ -24,9 +26,12 @@ from flows.artifacts import research_counts_artifact
 from flows.research_tasks import (candidates_task, coarse_filter_task, consolidate_task, extend_plan_task,
                                   hard_filter_task, landed_task, plan_task, policy_task,
                                   prepare_task, quality_filter_task, report_research_task, search_task)
+from flows.research_checks import check_request
 from flows.run_view import RunView, end_dead_runs
+from schemas.governance import Budget, Policy
 from schemas.plan import ResearchPlan
-from tasks.common.settings import research_settings
+from schemas.request import ResearchRequest
+from tasks.common.settings import Settings, research_settings
 from tasks.lake.catalog import commit_scope
 from tasks.governance.gates import (build_output, filter_sufficiency, output_check, search_completeness, threshold,
                                     unused_keywords)
@@ -45,6 +50,32 @@ class GateAbort(UserError, RuntimeError):
     """A gate stopped the run; the message is the gate's reason."""
 
 
+@dataclass
+class RunContext:
+    """What every stage of one run reads: the request and what the run
+    resolved from it, the HTTP client, the run's view (trace, events, terminal)."""
+
+    request: ResearchRequest
+    trace_id: str
+    settings: Settings
+    names: list[str]
+    target: int
+    budget: Budget
+    policy: Policy
+    client: httpx.Client
+    view: RunView
+    counts: dict  # what the run record's counts say so far
+    query_prefix: str | None = None  # see research_flow
+
+    @property
+    def task_id(self) -> str:
+        return self.request.task_id
+
+    @property
+    def question(self) -> str:
+        return self.request.question
+
+
 def new_task_id(question: str) -> str:
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     words = "-".join(re.findall(r"[a-z0-9]+", question.lower())[:4])[:40]
@@ -54,13 +85,22 @@ def new_task_id(question: str) -> str:
 @flow(name="searchlake-research", task_runner=ThreadPoolTaskRunner(max_workers=16))
 def research_flow(question: str, task_id: str | None = None, library: str | None = None,
                   providers: list[str] | None = None, max_results: int | None = None,
-                  target: int | None = None, demand_id: str = "default", budget: dict | None = None) -> dict:
+                  target: int | None = None, demand_id: str = "default", budget: dict | None = None,
+                  query_prefix: str | None = None) -> dict:
+    """One research run. Its parameters are a ResearchRequest's fields
+    (ResearchRequest.flow_parameters), so that Prefect shows and stores them
+    one by one; the request is rebuilt from them here. query_prefix (a watch
+    round's "r3."): this run's query ids start with it, so that the run
+    searches afresh instead of resuming what earlier runs of the task landed."""
+    request = ResearchRequest.build(question=question, task_id=task_id or new_task_id(question), library=library,
+                                    providers=providers, max_results=max_results, target=target,
+                                    demand_id=demand_id, budget=budget or {})
     settings = research_settings(library, providers, max_results)
     names = enabled_names(settings)
     preflight(settings, names)
-    budget = settings.budget(budget)
+    budget = settings.budget(request.budget.overrides())
     target = budget.cap_target(target or settings.target_count)
-    task_id = task_id or new_task_id(question)
+    task_id = request.task_id
     trace_id = flow_run.get_id() or uuid.uuid4().hex
     with commit_scope(f"research {task_id} run {trace_id}", task_id=task_id, flow_run_id=flow_run.get_id()):
         policy, policy_source = policy_task(demand_id, settings)
@@ -72,8 +112,8 @@ def research_flow(question: str, task_id: str | None = None, library: str | None
         counts = {"candidate_count": 0, "filtered_count": 0, "publisher_count": 0}
         try:
             with make_client(settings) as client:
-                outputs = _run(question, task_id, trace_id, names, target, budget, policy, settings, client, view,
-                               counts)
+                outputs = _run(RunContext(request, trace_id, settings, names, target, budget, policy, client, view,
+                                          counts, query_prefix))
         except BaseException as exc:
             status, error = run_failure(exc, time.monotonic() - started)
             view.fail(status, error, run_finished(trace_id, status, **counts, error=error, outputs={},
@@ -91,13 +131,18 @@ def research_flow(question: str, task_id: str | None = None, library: str | None
 def research_deployment(question: str, task_id: str | None = None, library: str | None = None,
                         providers: list[str] | None = None, max_results: int | None = None,
                         target: int | None = None, demand_id: str = "default") -> dict:
-    """The deployments' entry point: the run's time budget (PIPELINE_TIMEOUT
-    in the worker's environment) is read when the run starts, and the
-    research flow runs under it, as `searchlake research` runs it."""
-    budget = research_settings(library, providers, max_results).budget()
-    run = research_flow.with_options(timeout_seconds=budget.timeout_seconds)
-    return run(question, task_id=task_id, library=library, providers=providers, max_results=max_results,
-               target=target, demand_id=demand_id, budget=budget.to_dict())
+    """The deployments' entry point: the request is checked and its budget
+    (PIPELINE_TIMEOUT in the worker's environment) resolved when the run
+    starts, and the research flow runs under it, as `searchlake research` runs it."""
+    request = check_request(ResearchRequest.build(
+        question=question, task_id=task_id, library=library, providers=providers, max_results=max_results,
+        target=target, demand_id=demand_id))
+    return timed_flow(request)(**request.flow_parameters())
+
+
+def timed_flow(request: ResearchRequest):
+    """The research flow under the checked request's time budget."""
+    return research_flow.with_options(timeout_seconds=request.budget.timeout_seconds)
 
 
 def run_failure(exc: BaseException, elapsed: float) -> tuple[str, str]:
@@ -112,34 +157,35 @@ def run_failure(exc: BaseException, elapsed: float) -> tuple[str, str]:
     return status, f"{type(exc).__name__}: {exc}".splitlines()[0]
 
 
-def _run(question, task_id, trace_id, names, target, budget, policy, settings, client, view, counts) -> dict:
+def _run(ctx: RunContext) -> dict:
+    view, settings, counts = ctx.view, ctx.settings, ctx.counts
     with view.stage("plan", "planning queries") as detail:
-        plan = plan_task(question, task_id, trace_id, settings)
+        plan = plan_task(ctx.question, ctx.task_id, ctx.trace_id, settings)
         detail.update(planner=plan.planner, queries=len(plan.queries), fallback_reason=plan.fallback_reason)
-    for name in names:
+    for name in ctx.names:
         if label := provider_class(name).prepares:
             with view.stage("index", label) as detail:
-                detail[name] = prepare_task(name, task_id, settings)
-    search_stats, candidates = _search_to_target(plan, task_id, names, target, policy, settings, client, view)
+                detail[name] = prepare_task(name, ctx.task_id, settings)
+    search_stats, candidates = _search_to_target(ctx, plan)
     counts["candidate_count"] = len(candidates)
-    _gate(view, search_completeness(len(candidates), target, policy, deepest=search_stats["deepest"],
+    _gate(view, search_completeness(len(candidates), ctx.target, ctx.policy, deepest=search_stats["deepest"],
                                     exhausted=search_stats["exhausted"]))
 
     rounds = 0
     while True:
-        selected, drops = _filter(question, candidates, policy, target, names, settings, client, view)
-        gate = filter_sufficiency(selected, target, policy, rounds, budget.max_fallback_rounds)
+        selected, drops = _filter(ctx, candidates)
+        gate = filter_sufficiency(selected, ctx.target, ctx.policy, rounds, ctx.budget.max_fallback_rounds)
         _gate(view, gate)
         if gate.outcome != "fallback":
             break
         rounds += 1
         used = [q.text for q in plan.queries]
-        new_texts = unused_keywords(used, question, used, policy.max_keywords)
+        new_texts = unused_keywords(used, ctx.question, used, ctx.policy.max_keywords)
         if not new_texts:
             break
-        plan = extend_plan_task(plan, new_texts, task_id, trace_id, settings)
-        _search(plan, task_id, names, settings, client, view, "fallback_search")
-        candidates = _consolidate(task_id, settings, view)
+        plan = extend_plan_task(plan, new_texts, ctx.task_id, ctx.trace_id, settings)
+        _search(ctx, plan, "fallback_search")
+        candidates = _consolidate(ctx)
         counts["candidate_count"] = len(candidates)
 
     with view.stage("publishers", "grouping sources by publisher") as detail:
@@ -147,10 +193,10 @@ def _run(question, task_id, trace_id, names, target, budget, policy, settings, c
         detail["publishers"] = len(publishers)
     output = build_output(len(candidates), selected, publishers)
     counts.update(filtered_count=len(selected), publisher_count=len(publishers))
-    output_key = record_outcome(settings, trace_id, task_id, selected, drops, publishers, output=output,
+    output_key = record_outcome(settings, ctx.trace_id, ctx.task_id, selected, drops, publishers, output=output,
                                 trace=view.trace)
     with view.stage("report", "writing the report") as detail:
-        reports = report_research_task(task_id, plan, [c.source_id for c in selected], settings)
+        reports = report_research_task(ctx.task_id, plan, [c.source_id for c in selected], settings)
         detail["report"] = reports.get("html")
     _gate(view, output_check(output))
     return {"question": plan.question, "planner": plan.planner, "fallback_reason": plan.fallback_reason,
@@ -158,20 +204,21 @@ def _run(question, task_id, trace_id, names, target, budget, policy, settings, c
             "report": reports.get("html"), "reports": reports, "output": output_key}
 
 
-def _search_to_target(plan: ResearchPlan, task_id, names, target, policy, settings, client, view) -> tuple[dict, list]:
+def _search_to_target(ctx: RunContext, plan: ResearchPlan) -> tuple[dict, list]:
     """Search until the task holds target × min_candidate_multiplier
     candidates: each further round asks every planned query for twice as many
     results (up to MAX_RESULTS), and stops early when a round brings nothing
     new (the providers are exhausted). The completeness gate judges after."""
-    stats = _search(plan, task_id, names, settings, client, view, "search")
-    candidates = _consolidate(task_id, settings, view)
-    needed, depth, exhausted = threshold(target, policy.min_candidate_multiplier), settings.max_results, False
+    stats = _search(ctx, plan, "search")
+    candidates = _consolidate(ctx)
+    needed = threshold(ctx.target, ctx.policy.min_candidate_multiplier)
+    depth, exhausted = ctx.settings.max_results, False
     while len(candidates) < needed and depth < MAX_RESULTS:
         depth = min(MAX_RESULTS, depth * 2)
-        more = _search(plan, task_id, names, settings, client, view, "deeper_search", depth=depth)
+        more = _search(ctx, plan, "deeper_search", depth=depth)
         stats = {key: stats[key] + more[key] for key in ("searches", "resumed", "failed_searches")}
         found = len(candidates)
-        candidates = _consolidate(task_id, settings, view)
+        candidates = _consolidate(ctx)
         if len(candidates) == found:
             exhausted = not more["failed_searches"]  # a failed search may yet have more to give
             break
@@ -184,16 +231,24 @@ def deeper(calls: list[SearchCall], depth: int) -> list[SearchCall]:
     return [replace(call, query=replace(call.query, query_id=f"{call.query.query_id}.n{depth}")) for call in calls]
 
 
-def _search(plan: ResearchPlan, task_id, names, settings, client, view, stage: str, depth: int | None = None) -> dict:
+def prefixed(calls: list[SearchCall], prefix: str) -> list[SearchCall]:
+    """The same searches under query ids that start with `prefix` (r3.q1.library)."""
+    return [replace(call, query=replace(call.query, query_id=f"{prefix}{call.query.query_id}")) for call in calls]
+
+
+def _search(ctx: RunContext, plan: ResearchPlan, stage: str, depth: int | None = None) -> dict:
+    names, view = ctx.names, ctx.view
     calls = route(plan, {name: provider_class(name) for name in names})
+    if ctx.query_prefix:
+        calls = prefixed(calls, ctx.query_prefix)
     if depth is not None:
         calls = deeper(calls, depth)
-    landed = landed_task(task_id, settings)
+    landed = landed_task(ctx.task_id, ctx.settings)
     pending = [call for call in calls if call.query.query_id not in landed]
     failed = 0
     with view.stage(stage, f"searching {len(names)} providers" + (f", {depth} results each" if depth else "")) as detail:
         view.searches_planned(len(pending))
-        futures = [search_task.submit(call, task_id, settings, client, depth) for call in pending]
+        futures = [search_task.submit(call, ctx.task_id, ctx.settings, ctx.client, depth) for call in pending]
         for future in as_completed(futures):
             provider, query_id, items, call_failed = future.result()
             failed += call_failed
@@ -202,27 +257,28 @@ def _search(plan: ResearchPlan, task_id, names, settings, client, view, stage: s
     return {"searches": len(calls), "resumed": len(calls) - len(pending), "failed_searches": failed}
 
 
-def _consolidate(task_id, settings, view) -> list:
-    with view.stage("consolidate", "deduplicating and ranking") as detail:
-        report = consolidate_task(task_id, settings)
+def _consolidate(ctx: RunContext) -> list:
+    with ctx.view.stage("consolidate", "deduplicating and ranking") as detail:
+        report = consolidate_task(ctx.task_id, ctx.settings)
         detail.update(sources=report.sources_written, new_sources=report.new_sources,
                       failed_logged=report.failed_logged)
-    return candidates_task(task_id, settings)
+    return candidates_task(ctx.task_id, ctx.settings)
 
 
-def _filter(question, candidates, policy, target, names, settings, client, view):
-    drops = []
+def _filter(ctx: RunContext, candidates: list):
+    drops, view = [], ctx.view
     with view.stage("hard_filter", "dropping unusable results") as detail:
         kept, dropped = hard_filter_task(candidates)
         drops += dropped
         detail.update(kept=len(kept), dropped=len(dropped))
     with view.stage("coarse_filter", "screening titles") as detail:
-        kept, dropped = coarse_filter_task(question, kept, settings, client)
+        kept, dropped = coarse_filter_task(ctx.question, kept, ctx.settings, ctx.client)
         drops += dropped
         detail.update(kept=len(kept), dropped=len(dropped))
     with view.stage("quality_filter", "reading and scoring the best sources") as detail:
-        online = any(provider_class(name).finds_web_pages for name in names)
-        kept, dropped = quality_filter_task(question, kept, policy, target, settings, client, online)
+        online = any(provider_class(name).finds_web_pages for name in ctx.names)
+        kept, dropped = quality_filter_task(ctx.question, kept, ctx.policy, ctx.target, ctx.settings, ctx.client,
+                                            online)
         drops += dropped
         detail.update(kept=len(kept), dropped=len(dropped))
     return kept, drops

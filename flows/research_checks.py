@@ -1,11 +1,14 @@
 """What a research run is checked for before it starts, wherever it is
-started from (the command line, the web page): the question, the providers
-and what they need, the library folder, the budget. Each problem is one line."""
+started from (the command line, the web page, a deployment, a batch): what
+only this machine can judge — the library folder, the providers and what
+they need, the budget against the PIPELINE_* variables (the request's own
+values are validated by schemas/request.py). Each problem is one line."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from schemas.request import BudgetRequest, ResearchRequest
 from tasks.common.errors import UserError
 
 
@@ -13,22 +16,10 @@ class ResearchRefused(UserError, ValueError):
     """The run cannot start as asked; the message says why, in one line."""
 
 
-def check_question(question: str) -> str:
-    if not question.strip():
-        raise ResearchRefused("the question is empty")
-    return question
-
-
 def check_library(library: Path | None) -> Path | None:
     if library is not None and not library.is_dir():
         raise ResearchRefused(f"library folder {str(library)!r} does not exist or is not a folder")
     return library
-
-
-def check_target(target: int | None) -> int | None:
-    if target is not None and target < 1:
-        raise ResearchRefused(f"--target must be at least 1, not {target}")
-    return target
 
 
 def parse_providers(names: list[str] | None) -> list[str] | None:
@@ -44,17 +35,29 @@ def parse_providers(names: list[str] | None) -> list[str] | None:
     return chosen
 
 
-def resolve_budget(timeout: int | None = None, max_target_count: int | None = None,
-                   max_fallback_rounds: int | None = None):
+BUDGET_OPTIONS = {"timeout_seconds": "--timeout", "max_target_count": "--max-target-count",
+                  "max_fallback_rounds": "--max-fallback-rounds"}
+
+
+def resolve_budget(budget: BudgetRequest):
+    """The budget asked for over the PIPELINE_* variables over the defaults."""
     from schemas.governance import BudgetError
     from tasks.common.settings import Settings
     try:
-        return Settings().budget({"timeout_seconds": timeout, "max_target_count": max_target_count,
-                                  "max_fallback_rounds": max_fallback_rounds},
-                                 option_names={"timeout_seconds": "--timeout", "max_target_count": "--max-target-count",
-                                               "max_fallback_rounds": "--max-fallback-rounds"})
+        return Settings().budget(budget.overrides(), option_names=BUDGET_OPTIONS)
     except BudgetError as exc:
         raise ResearchRefused(str(exc)) from None
+
+
+def check_request(request: ResearchRequest) -> ResearchRequest:
+    """The request as it will run — its library folder resolved, its provider
+    names checked, every budget field resolved — or ResearchRefused."""
+    library = check_library(Path(request.library).expanduser() if request.library else None)
+    names = parse_providers(request.providers)
+    budget = resolve_budget(request.budget)
+    check_prerequisites(library, names, request.max_results)
+    return request.model_copy(update={"library": str(library.resolve()) if library else None, "providers": names,
+                                      "budget": BudgetRequest(**budget.to_dict())})
 
 
 def check_prerequisites(library: Path | None, names: list[str] | None, max_results: int | None) -> None:

@@ -22,6 +22,9 @@ CREATE TABLE IF NOT EXISTS report_catalog (
 -- The Prefect flow run that published the report (NULL outside one): added to
 -- lakes made before it; their rows have none.
 ALTER TABLE report_catalog ADD COLUMN IF NOT EXISTS flow_run_id VARCHAR;
+-- The answer's first insight, for tables of answers (batch_answers): added
+-- to lakes made before it; their rows have none.
+ALTER TABLE report_catalog ADD COLUMN IF NOT EXISTS first_insight VARCHAR;
 
 -- Every citation of a task's published report, replaced with the report.
 -- quote_start/quote_end: where the quote lies in the cited source's stored

@@ -10,12 +10,13 @@ from collections.abc import Iterator
 from typing import TextIO
 
 from flows.cli.common import UserError, err
+from schemas.request import ResearchRequest
 from tasks.common.settings import Settings
 
 HANDOFF_TIMEOUT = 300.0  # s for the server to start the run (Prefect may be starting there)
 
 
-def hand_off(config: Settings, question: str, options: dict, budget) -> str | None:
+def hand_off(config: Settings, request: ResearchRequest) -> str | None:
     """The trace id of a run started in a server of this home and these
     settings (started now when there is none, see flows/cli/autoserve.py);
     None when the run is to run here."""
@@ -25,10 +26,8 @@ def hand_off(config: Settings, question: str, options: dict, budget) -> str | No
     if record is None:
         return None
     import httpx
-    from schemas.serve import BudgetRequest, ResearchRequest
-    body = ResearchRequest(question=question, **options, fingerprint=fingerprint(config),
-                           budget=BudgetRequest(timeout=budget.timeout_seconds, max_target_count=budget.max_target_count,
-                                                max_fallback_rounds=budget.max_fallback_rounds))
+    from schemas.serve import HandoffRequest
+    body = HandoffRequest(**request.model_dump(), fingerprint=fingerprint(config))
     try:
         response = httpx.post(f"{record.url}/api/research", content=body.model_dump_json(),
                               headers={"content-type": "application/json", **record.headers},

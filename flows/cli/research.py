@@ -18,7 +18,7 @@ from flows.cli.common import (LatestTaskOpt, TaskIdOpt, UserError, app, check_ou
 
 @app.command()
 def research(
-    question: Annotated[str, typer.Argument(help="The research question")],
+    question: Annotated[Optional[str], typer.Argument(help="The research question (or --questions FILE)")] = None,
     task_id: TaskIdOpt = None,
     library: Annotated[Optional[Path], typer.Option(help="Folder of your documents (default: Python's docs)")] = None,
     providers: Annotated[Optional[str], typer.Option(help="Comma list, e.g. library,tavily,arxiv")] = None,
@@ -30,32 +30,48 @@ def research(
     max_fallback_rounds: Annotated[Optional[int], typer.Option(help="0-5 (PIPELINE_MAX_FALLBACK_ROUNDS)")] = None,
     here: Annotated[bool, typer.Option("--here", help="Run in this process, not in a `searchlake serve` (running or started for it)")] = False,
     details: Annotated[bool, typer.Option("--details", help="After the answer, the run's stages, outputs and top sources")] = False,
+    questions: Annotated[Optional[Path], typer.Option(help="Research every question of this file (.csv, .jsonl or .txt): see docs/batch.md")] = None,
+    concurrency: Annotated[int, typer.Option(help="With --questions: questions researched at once, 1-8")] = 1,
+    batch: Annotated[Optional[str], typer.Option(help="With --questions: the batch's name (default: from the file's questions)")] = None,
 ) -> None:
     """A governed research run: plan, search in parallel, land, consolidate,
-    filter, report. Exit status 0 when the run completes, 1 when it fails."""
-    from flows.research_checks import (ResearchRefused, check_library, check_prerequisites, check_question,
-                                       check_target, parse_providers, resolve_budget)
+    filter, report. Exit status 0 when the run completes, 1 when it fails.
+    With --questions FILE, every question of the file as a task of its own."""
+    from flows.research_checks import ResearchRefused, check_request
+    from schemas.request import BudgetRequest, RequestError, ResearchRequest
+    budget = BudgetRequest(timeout_seconds=timeout, max_target_count=max_target_count,
+                           max_fallback_rounds=max_fallback_rounds)
+    if questions is not None:
+        from flows.cli.batch import research_batch
+        if question is not None or task_id is not None:
+            raise UserError("--questions researches the file's questions: give no question and no --task-id")
+        raise typer.Exit(research_batch(questions, concurrency, batch, library, providers, max_results, target,
+                                        demand_id, budget))
+    if batch is not None or concurrency != 1:
+        raise UserError("--batch and --concurrency go with --questions FILE")
     try:
-        check_question(question)
-        check_library(library)
-        check_target(target)
+        request = ResearchRequest.build(
+            CLI_LABELS, question=question or "", task_id=task_id, library=str(library) if library else None,
+            providers=providers.split(",") if providers is not None else None, max_results=max_results,
+            target=target, demand_id=demand_id, budget=budget)
         config = settings()  # a usable home, before a run starts
-        names = parse_providers(providers.split(",")) if providers is not None else None
-        budget = resolve_budget(timeout, max_target_count, max_fallback_rounds)
-        check_prerequisites(library, names, max_results)
-    except ResearchRefused as exc:
+        request = check_request(request)
+    except (RequestError, ResearchRefused) as exc:
         raise UserError(str(exc)) from None
-    options = dict(task_id=task_id, library=str(library.resolve()) if library else None, providers=names,
-                   max_results=max_results, target=target, demand_id=demand_id)
     if not here:
         from flows.cli.handoff import hand_off
-        trace_id = hand_off(config, question, options, budget)
+        trace_id = hand_off(config, request)
         if trace_id is not None:
             raise typer.Exit(print_run_outcome(trace_id, "the run did not start", details))
-    raise typer.Exit(run_here(question, options, budget, details))
+    raise typer.Exit(run_here(request, details))
 
 
-def run_here(question: str, options: dict, budget, details: bool = False) -> int:
+# a bad value is named as the user typed it
+CLI_LABELS = {"target": "--target", "max_results": "--max-results", "task_id": "--task-id",
+              "demand_id": "--demand-id"}
+
+
+def run_here(request, details: bool = False) -> int:
     """Run the flow in this process (Prefect: PREFECT_API_URL, or a temporary server)."""
     # The terminal shows progress and the run summary; Prefect's own log
     # lines (a failed run's traceback among them) only when asked for.
@@ -63,12 +79,11 @@ def run_here(question: str, options: dict, budget, details: bool = False) -> int
     from flows import observer
     from flows.cli.console import TerminalObserver
     from flows.prefect_api import PrefectUnavailable, run_flow
-    from flows.research import research_flow
-    run = research_flow.with_options(timeout_seconds=budget.timeout_seconds)
+    from flows.research import timed_flow
     with TerminalObserver(err) as watch:
         token = observer.current.set(watch)
         try:
-            state = run_flow(run, question, budget=budget.to_dict(), **options)
+            state = run_flow(timed_flow(request), **request.flow_parameters())
         except PrefectUnavailable as exc:
             raise UserError(str(exc)) from None
         finally:

@@ -149,6 +149,17 @@ def _html_sources(sources: list[ReportSource], lab: dict) -> str:
     return f'<section id="sources"><h2>{_e(lab["sources"])}</h2><ol class="sources">{"".join(items)}</ol></section>'
 
 
+def _html_changes(meta) -> str:
+    """A watch round's report opens with what changed since the previous round."""
+    told = (meta.model_extra or {}).get("watchChanges")
+    if not isinstance(told, dict):
+        return ""
+    items = "".join(f"<li>{_e(str(line))}</li>" for line in told.get("changes", []))
+    heading, sentence = _e(str(told.get("heading", ""))), _e(str(told.get("summary", "")))
+    return (f'<section id="changes"><h2>{heading}</h2><p>{sentence}</p>' + (f"<ul>{items}</ul>" if items else "")
+            + "</section>")
+
+
 def render_html(report: ResearchReport) -> str:
     """A self-contained page: inline CSS, no scripts, no external assets."""
     s = report.synthesis or SynthesisResult(question=report.metadata.question, language=report.metadata.language)
@@ -161,6 +172,7 @@ def render_html(report: ResearchReport) -> str:
         f'<header><h1 id="report-title">{_e(title)}</h1>'
         f'<p class="meta">{_e(lab["synthesizer"])}: {_e(meta.synthesizer)} · {_e(lab["generated"])}: '
         f'{_e(meta.generatedAt)} · {_e(lab["sources"])}: {len(report.sources)}/{meta.sourceCount}</p></header>'
+        f"{_html_changes(meta)}"
         f'<section id="answer">{_html_summary(s, numbers, lab)}{_html_findings(s, numbers, lab)}</section>'
         f"{_html_data(s, numbers, lab)}{_html_issues(s, numbers, lab)}{_html_model(report.model, lab)}"
         f"{_html_sources(report.sources, lab)}"

@@ -61,6 +61,7 @@ def _report_row(task_id: str, report: ResearchReport, synthesis: SynthesisResult
         "insight_count": len(synthesis.synthesized_insights), "warning_count": len(meta.warnings),
         "md_path": keys["md"], "html_path": keys["html"], "json_path": keys["json"],
         "duration_ms": meta.durationMs, "tokens": meta.tokens, "flow_run_id": current_flow_run(),
+        "first_insight": synthesis.synthesized_insights[0].text if synthesis.synthesized_insights else None,
     }
 
 

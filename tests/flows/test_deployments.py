@@ -117,3 +117,7 @@ def test_deployed_schedules_create_runs(prefect_server):
     ingest = next(d for d in httpx.post(f"{api}/deployments/filter", json={}, timeout=10).json()
                   if d["name"] == "ingest-landing-folder")
     assert ingest["parameters"] == {"landing": "data/landing", "consolidate": True}
+    batch = next(d for d in httpx.post(f"{api}/deployments/filter", json={}, timeout=10).json()
+                 if d["name"] == "research-batch")
+    assert batch["parameters"] == {"questions": "data/samples/questions.txt", "concurrency": 2}
+    assert "research-batch" not in counts  # on demand only

@@ -174,7 +174,7 @@ def test_the_library_field_takes_the_offered_folders(settings, recorder, folders
     assert post_form(config, recorder, str(offered)).status_code == 303
     assert post_form(config, recorder, str(link)).status_code == 303  # the same folder, once resolved
     real = str(offered.resolve())
-    assert [library for _, _, library, _, _ in recorder.started] == [None, real, real]
+    assert [request.library for request in recorder.started] == [None, real, real]
 
 
 @pytest.mark.parametrize("which", ["private", "parent", "dot-dot", "root"])
@@ -209,7 +209,7 @@ def test_the_servers_own_user_may_name_any_folder(settings, recorder, folders):
         stranger = client.post("/api/research", json=body, headers={"Authorization": "Bearer not-the-key"})
         owner = client.post("/api/research", json=body, headers={"Authorization": f"Bearer {OWNER_KEY}"})
     assert stranger.status_code == 403
-    assert owner.status_code == 503 and [library for _, _, library, _, _ in recorder.started] == [str(private)]
+    assert owner.status_code == 503 and [request.library for request in recorder.started] == [str(private)]
 
 
 def test_the_owner_key_opens_a_server_with_a_token(with_token, recorder):

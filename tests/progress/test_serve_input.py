@@ -12,6 +12,7 @@ import httpx
 import pytest
 from starlette.testclient import TestClient
 
+from schemas.request import BudgetRequest, ResearchRequest
 from tasks.common.settings import Settings
 from tasks.progress.handoff import fingerprint
 from tasks.progress.serve import build_app, make_server
@@ -34,8 +35,8 @@ class Recorder:
     def can_ask(self) -> bool:
         return True
 
-    def research(self, question, providers, library, target, **options) -> str:
-        self.started.append((question, providers, library, target, options))
+    def research(self, request) -> str:
+        self.started.append(request)
         return "t-started"
 
     def ask(self, question: str) -> str:
@@ -94,8 +95,9 @@ def test_a_good_body_reaches_the_launcher(client, recorder, settings):
             "budget": {"timeout": 60}}
     response = client.post("/api/research", json=body)
     assert response.status_code == 503  # the recorder starts nothing, and says so
-    assert recorder.started == [("solar", ["library"], None, 3, {
-        "task_id": None, "max_results": None, "demand_id": "default", "budget": {"timeout": 60}})]
+    # `timeout` is the name earlier versions of the command sent: still read as timeout_seconds
+    assert recorder.started == [ResearchRequest(question="solar", providers=["library"], target=3,
+                                                budget=BudgetRequest(timeout_seconds=60))]
 
 
 def test_a_run_that_never_starts_is_answered_at_the_deadline(client, recorder, settings, monkeypatch):

@@ -10,10 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
+from schemas.request import MAX_QUESTION, RequestError, ResearchRequest
 from tasks.common.errors import UserError
 from tasks.common.settings import Settings
-
-MAX_QUESTION = 2000
 
 
 class LaunchRefused(UserError, ValueError):
@@ -29,9 +28,7 @@ class Launcher(Protocol):
 
     def providers(self) -> list[str]: ...
     def can_ask(self) -> bool: ...
-    def research(self, question: str, providers: list[str] | None, library: str | None, target: int | None,
-                 task_id: str | None = None, max_results: int | None = None, demand_id: str = "default",
-                 budget: dict | None = None) -> str: ...
+    def research(self, request: ResearchRequest) -> str: ...
     def ask(self, question: str) -> str: ...
     def launch_error(self, task_id: str) -> str | None: ...
 
@@ -76,4 +73,9 @@ def launch_research(launcher: Launcher, settings: Settings, values: dict, provid
         if not values["target"].isdigit() or int(values["target"]) < 1:
             raise LaunchRefused(f"target must be a whole number of sources, at least 1, not {values['target']!r}")
         target = int(values["target"])
-    return launcher.research(question, providers or None, offered_library(settings, values["library"]), target)
+    try:
+        request = ResearchRequest.build(question=question, providers=providers or None, target=target,
+                                        library=offered_library(settings, values["library"]))
+    except RequestError as exc:
+        raise LaunchRefused(str(exc)) from None
+    return launcher.research(request)

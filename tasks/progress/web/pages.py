@@ -16,6 +16,7 @@ from tasks.common.errors import UserError
 
 RUNS_SHOWN = 50
 SOURCES_SHOWN = 200
+CHANGES_SHOWN = 100
 
 
 def _records(catalog, name: str, params: list) -> list[dict[str, Any]]:
@@ -52,6 +53,7 @@ class TaskPage:
     drops: list[dict]
     answers: list[Answer]
     charts: list[charts.Chart] = field(default_factory=list)
+    changes: list[dict] = field(default_factory=list)  # a watched topic's, the latest round first
 
     @property
     def scores(self) -> dict[str, dict]:
@@ -85,5 +87,6 @@ def task_page(settings: Settings, task_id: str) -> TaskPage:
         per_provider = catalog.rows("web_provider_sources", [task_id])
         calls = _records(catalog, "web_provider_calls", [task_id])
         bins = dict(catalog.rows("web_score_bins", [task_id]))
+        page.changes = _records(catalog, "web_task_changes", [task_id, CHANGES_SHOWN])
     page.charts = charts.task_charts(per_provider, calls, bins)
     return page

@@ -21,7 +21,8 @@ from starlette.responses import JSONResponse, PlainTextResponse, RedirectRespons
 from starlette.templating import Jinja2Templates
 
 from schemas.bundle import check_identifier
-from schemas.serve import ResearchRequest, is_malformed, request_error
+from schemas.request import request_error
+from schemas.serve import HandoffRequest, is_malformed
 from tasks.common.errors import TransientError
 from tasks.common.settings import Settings
 from tasks.lake.files import run_logs_root
@@ -151,7 +152,7 @@ class Pages:
         if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
             return JSONResponse({"error": "send JSON"}, status_code=415)
         try:
-            body = ResearchRequest.model_validate_json(await request.body())
+            body = HandoffRequest.model_validate_json(await request.body())
         except ValidationError as exc:
             return JSONResponse({"error": request_error(exc)}, status_code=400 if is_malformed(exc) else 422)
         if body.fingerprint != self.own_fingerprint:
@@ -165,13 +166,10 @@ class Pages:
             return JSONResponse({"error": str(exc)}, status_code=422)
         return await self._first_run(task_id, before)
 
-    async def _start_requested(self, request: Request, body: ResearchRequest) -> str:
+    async def _start_requested(self, request: Request, body: HandoffRequest) -> str:
         library = (body.library if self.access.is_owner(request.headers)
                    else offered_library(self.settings, body.library))
-        return await run_in_threadpool(
-            self.launcher.research, body.question, body.providers, library, body.target, task_id=body.task_id,
-            max_results=body.max_results, demand_id=body.demand_id,
-            budget=body.budget.model_dump(exclude_none=True) if body.budget else None)
+        return await run_in_threadpool(self.launcher.research, body.request().model_copy(update={"library": library}))
 
     async def _first_run(self, task_id: str, before: set[str]) -> Response:
         """The run id once the started run wrote its first event; its error
