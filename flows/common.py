@@ -17,8 +17,9 @@ def use_prefect_defaults() -> None:
 
 
 def retry_when_busy(task, task_run, state) -> bool:
-    """Retry a task only when waiting can help: the catalog was busy (another
-    command or program held it past the lock timeout, over which the lake
-    already waited and ran the work again)."""
-    from tasks.lake.catalog import CatalogBusy
-    return isinstance(state.data, CatalogBusy)
+    """Retry a task only when waiting can help: what it raised is transient
+    (tasks/common/errors.py), e.g. the catalog was busy (another command or
+    program held it past the lock timeout, over which the lake already
+    waited and ran the work again)."""
+    from tasks.common.errors import is_transient
+    return is_transient(state.data)

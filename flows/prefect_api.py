@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import os
 
+from tasks.common.errors import UserError
 
-class PrefectUnavailable(RuntimeError):
+
+class PrefectUnavailable(UserError, RuntimeError):
     """No Prefect API to run the flow against; the message says what to do."""
 
 

@@ -41,11 +41,12 @@ from tasks.retrieval.providers.registry import enabled_names, provider_class
 from tasks.governance.filters import aggregate_publishers
 from tasks.governance.runs import record_outcome, run_finished, run_started
 from tasks.retrieval.search import SearchCall, route
+from tasks.common.errors import UserError
 
 MAX_RESULTS = 50  # per query and provider: the deepest a search goes to reach the candidate target
 
 
-class GateAbort(RuntimeError):
+class GateAbort(UserError, RuntimeError):
     """A gate stopped the run; the message is the gate's reason."""
 
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from schemas.request import BudgetRequest, ResearchRequest
+from tasks.common.errors import UserError
 
 
-class ResearchRefused(ValueError):
+class ResearchRefused(UserError, ValueError):
     """The run cannot start as asked; the message says why, in one line."""
 
 

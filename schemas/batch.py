@@ -11,12 +11,13 @@ import re
 from dataclasses import dataclass, field
 
 from schemas.bundle import check_identifier
+from tasks.common.errors import UserError
 
 COLUMNS = ("question", "library", "providers", "target")
 MAX_BATCH_NAME = 64  # leaves room in a task id (128) for the row and the question's hash
 
 
-class QuestionFileError(ValueError):
+class QuestionFileError(UserError, ValueError):
     """The question file cannot be used at all (one line naming the row or the column)."""
 
 

@@ -16,6 +16,8 @@ from typing import Annotated, Any, Literal
 from annotated_types import Ge, Gt, Le
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, ValidationError, model_validator
 
+from tasks.common.errors import UserError
+
 # -- one-line errors from field constraints -------------------------------------------
 
 
@@ -73,7 +75,7 @@ def _as_number(value: Any) -> Any:
 # -- budget -------------------------------------------------------------------
 
 
-class BudgetError(ValueError):
+class BudgetError(UserError, ValueError):
     """A budget value out of range or not an integer (one line)."""
 
 
@@ -144,7 +146,7 @@ def _integer_text(text: str) -> int | str:
 # -- policy -------------------------------------------------------------------
 
 
-class PolicyError(ValueError):
+class PolicyError(UserError, ValueError):
     """A policy field unknown, or its value of the wrong type or range (one line)."""
 
 

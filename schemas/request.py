@@ -13,11 +13,12 @@ from typing import Any
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from schemas.bundle import Identifier
+from tasks.common.errors import UserError
 
 MAX_QUESTION = 2000  # characters: a question, not a document
 
 
-class RequestError(ValueError):
+class RequestError(UserError, ValueError):
     """A research request with a bad value (one line naming it)."""
 
 

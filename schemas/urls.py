@@ -19,6 +19,8 @@ import hashlib
 import re
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
+from tasks.common.errors import UserError
+
 WEB_SCHEMES = frozenset({"http", "https"})
 LAKE_SCHEMES = WEB_SCHEMES | {"file"}
 DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -34,7 +36,7 @@ _HAS_HOST = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^/?#\s]")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
-class UnsafeURL(ValueError):
+class UnsafeURL(UserError, ValueError):
     """A URL whose scheme may not enter the lake."""
 
 

@@ -16,7 +16,17 @@ from pathlib import Path
 
 import httpx
 
+from tasks.common.settings import Settings
+
 FIXTURES = Path(__file__).parent / "fixtures" / "providers"
+
+def settings_with(**values) -> Settings:
+    """Settings and every provider's own settings from `values` (field
+    names: tavily_api_key, searxng_url, ...), no .env read."""
+    from tasks.retrieval.providers.registry import provider_settings_classes
+    sections = [cls(_env_file=None, **values) for cls in provider_settings_classes()]
+    return Settings(_env_file=None, **values).with_sections(*sections)
+
 
 QUESTION = "How efficient are solar panels and battery storage?"
 

@@ -10,6 +10,8 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
+from tasks.common.errors import UserError  # a problem with the user's input: one line, non-zero exit
+
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Research questions to cited evidence, kept in a queryable lake.")
 out = Console(soft_wrap=True)
@@ -18,8 +20,6 @@ err = Console(stderr=True, soft_wrap=True)
 SAMPLES = Path(__file__).resolve().parents[2] / "data" / "samples"
 
 
-class UserError(Exception):
-    """A problem with the user's input: one line, non-zero exit."""
 
 
 def task_id_option(value: str | None) -> str | None:

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from pydantic import ValidationError
 from rich.text import Text
 
 from flows.cli import research as _research  # noqa: F401  (registers the research-side commands)
@@ -88,12 +87,9 @@ def sql_command(
 ) -> None:
     """Run read-only SQL over the lake and the catalog."""
     from tasks.lake.catalog import open_catalog
-    from tasks.lake.query import NotReadOnly, QueryTimedOut, run_analyst_query
+    from tasks.lake.query import run_analyst_query
     with open_catalog(settings(), "sql", read_only=True, confined=True) as catalog:
-        try:
-            result = run_analyst_query(catalog, query)
-        except (NotReadOnly, QueryTimedOut) as exc:
-            raise UserError(str(exc)) from None
+        result = run_analyst_query(catalog, query)
     print_result(result, fmt, layout=layout, wrap=wrap)
 
 
@@ -206,42 +202,23 @@ def demo() -> None:
 def migrate_catalog() -> None:
     """Move the home's DuckDB-file catalog (catalog.ducklake, earlier versions') to SQLite (catalog.sqlite),
     which notebooks and dashboards may read while searchlake works."""
-    from tasks.lake.catalog_migration import MigrationFailed, MigrationRefused, migrate_catalog as run
-    try:
-        lines = run(settings(mention_migration=False))
-    except (MigrationRefused, MigrationFailed) as exc:
-        raise UserError(str(exc)) from None
-    for line in lines:
+    from tasks.lake.catalog_migration import migrate_catalog as run
+    for line in run(settings(mention_migration=False)):
         out.print(line, markup=False, highlight=False)
 
 
 def main() -> None:
-    from tasks.common.errors import is_disk_full
-    from tasks.lake.catalog import CatalogBusy, CatalogError, CatalogUnavailable
-    from tasks.lake.consolidation import UnknownTask
-    from tasks.lake.query import ValueTooDeep
+    from tasks.common.errors import SearchlakeError
     try:
         # Not standalone: click's usage errors come here as exceptions, to be
         # said in one line rather than a boxed usage panel.
         code = app(sys.argv[1:] or ["--help"], standalone_mode=False)
     except typer.TyperException as exc:  # click's usage errors: unknown command or option, bad value
         _fail(usage_line(exc))
-    except typer.Abort:
+    except (typer.Abort, KeyboardInterrupt):
         _fail("interrupted")
-    except (UserError, CatalogBusy, CatalogUnavailable, UnknownTask, ValueTooDeep, _question_mismatch()) as exc:
-        # args[0], not str(exc): str() of a LookupError quotes nothing, so stripping
-        # quotes from it ate the closing quote of "task 'x'".
-        _fail(str(exc.args[0]) if exc.args else str(exc))
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        _fail(f"invalid setting {'.'.join(map(str, first['loc']))}: {first['msg'].removeprefix('Value error, ')}")
-    except (CatalogError, OSError) as exc:
-        if not is_disk_full(exc):
-            if isinstance(exc, OSError):
-                raise
-            _fail(str(exc).splitlines()[0])
-        _fail(f"the disk is full ({_where(exc)}); nothing this command had not committed is in the lake: "
-              "free some space and run it again")
+    except SearchlakeError as exc:  # what the class says decides the exit status
+        _fail(exc.line, exc.exit_code)
     sys.exit(code if isinstance(code, int) else 0)
 
 
@@ -254,23 +231,10 @@ def usage_line(exc) -> str:
     return f"{message} (see: {command} --help)"
 
 
-def _where(exc: BaseException) -> str:
-    if isinstance(exc, OSError) and exc.filename:
-        return f"writing {exc.filename}"
-    return " ".join(str(exc).split())[:200]
-
-
-def _question_mismatch() -> type:
-    """Imported only when an error is being handled: planning is heavy, and
-    most commands never plan."""
-    from tasks.retrieval.plan_store import QuestionMismatch
-    return QuestionMismatch
-
-
-def _fail(message: str) -> None:
+def _fail(message: str, code: int = 2) -> None:
     from tasks.common.redaction import redact  # no secret in any message, whatever raised it
     err.print(f"error: {' '.join(redact(message).split())}", markup=False, highlight=False)
-    sys.exit(2)
+    sys.exit(code)
 
 
 if __name__ == "__main__":

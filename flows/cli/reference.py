@@ -24,7 +24,6 @@ from pydantic import AliasChoices, SecretStr
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings
 
-from tasks.common.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI_REFERENCE = ROOT / "docs" / "cli-reference.md"
@@ -36,8 +35,10 @@ SETTINGS_END = "<!-- end of the generated settings table -->"
 
 
 def documented_settings() -> list[type[BaseSettings]]:
-    """The settings classes whose variables the manual lists, in the order shown."""
-    return [Settings]
+    """The settings classes whose variables the manual lists, in the order
+    shown: searchlake's own, then each provider's (declared beside its code)."""
+    from tasks.retrieval.providers.registry import documented_settings as every_settings_class
+    return every_settings_class()
 
 
 # -- the command reference ---------------------------------------------------

@@ -24,7 +24,7 @@ from schemas.ask import UrlCitation
 from schemas.urls import domain_of
 from tasks.ask.plan import AskPlan
 from tasks.common.errors import RemoteError
-from tasks.common.http import Attempt, json_body, status_error, user_agent
+from tasks.common.http import Attempt, CallPolicy, json_body, status_error, user_agent
 from tasks.common.llm import choice_message, post_completion
 
 log = logging.getLogger(__name__)
@@ -75,8 +75,8 @@ def exchange(client: httpx.Client, url: str, body: dict, key: str, plan: AskPlan
     result = Exchange()
     started = time.monotonic()
     try:
-        result.doc = post_completion(client, url, body, key=key, timeout=plan.timeout, retries=1, secrets=secrets,
-                                     headers=headers, read=_completion, max_retry_wait=retry_after_max,
+        policy = CallPolicy(retries=1, timeout=plan.timeout, max_retry_wait=retry_after_max, secrets=secrets)
+        result.doc = post_completion(client, url, body, key=key, policy=policy, headers=headers, read=_completion,
                                      attempts=result.attempts)
     except RemoteError as exc:
         log.warning("ask %s failed: %s", plan.message_id, exc.reason)

@@ -14,9 +14,10 @@ from datetime import datetime, timezone
 
 from schemas.ask import AskOptions
 from tasks.common.settings import Settings
+from tasks.common.errors import InternalError
 
 
-class AskError(Exception):
+class AskError(InternalError):
     """The ask failed; the message is one line fit for the user."""
 
     def __init__(self, message: str, *, message_id: str | None = None, status: str = "failed"):
@@ -27,6 +28,8 @@ class AskError(Exception):
 
 class AskBudgetExceeded(AskError):
     """The answer cost more than the cap."""
+
+    user_error = True
 
 
 @dataclass(frozen=True)

@@ -2,11 +2,14 @@
 LLM client and OpenRouter all send through `call`.
 
 `make_client` builds the shared `httpx.Client` (timeouts from settings, a
-User-Agent naming searchlake, no automatic redirects, a network layer that
-honours `deadline`). `call` sends one request, retries what may pass on a
-second try (429/5xx, timeouts, dropped connections) with tenacity — after the
-server's Retry-After (capped) or an exponential backoff with jitter — and
-turns every failure into a `RemoteError` with a short code:
+User-Agent naming searchlake, no automatic redirects, a transport that
+honours `deadline`: tasks/common/http_deadline.py). `call` sends one
+`Outbound` request under a `CallPolicy` (tries, time limits, secrets),
+retries what is transient (429/5xx, timeouts, dropped connections) with
+tenacity — after the server's Retry-After (capped) or an exponential backoff
+with jitter — and turns every failure of httpx into a `RemoteError`
+(tasks/common/errors.py; not chained to httpx's error, whose text quotes
+the URL with its credentials and query) with a short code:
 
     timeout, network, http_<status> (http_429, http_404, http_500, ...),
     bad_response (body not JSON / not the expected shape)
@@ -24,25 +27,23 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
-from contextvars import ContextVar
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, TypeVar
 
-import httpcore
 import httpx
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
-from tasks.common.errors import RemoteError
+from tasks.common.errors import RemoteError, is_transient
+from tasks.common.http_deadline import DeadlineTransport, deadline, time_left
 from tasks.common.redaction import redact, safe_url, scrub
 from tasks.common.settings import Settings
 
-__all__ = ["Attempt", "call", "deadline", "endpoint_url", "error_detail", "make_client", "redact", "request",
-           "request_json", "retry_after_seconds", "safe_url", "scrub", "status_error", "user_agent"]
+__all__ = ["Attempt", "CallPolicy", "Outbound", "call", "deadline", "endpoint_url", "error_detail", "make_client",
+           "redact", "request", "request_json", "retry_after_seconds", "safe_url", "scrub", "status_error", "user_agent"]
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +71,7 @@ def make_client(settings: Settings | None = None, *, transport: httpx.BaseTransp
         timeout=httpx.Timeout(seconds),
         headers={"User-Agent": user_agent()},
         follow_redirects=False,
-        transport=transport or _deadline_transport(),
+        transport=transport or DeadlineTransport(),
     )
 
 
@@ -79,93 +80,6 @@ def endpoint_url(base: str, path: str) -> str:
     query (`https://u:p@host/v1?token=t` + `chat/completions`)."""
     url = httpx.URL(base)
     return str(url.copy_with(path=url.path.rstrip("/") + "/" + path.lstrip("/")))
-
-
-# -- one deadline for a whole exchange -----------------------------------------
-_deadline: ContextVar[float | None] = ContextVar("searchlake_http_deadline", default=None)
-
-
-@contextmanager
-def deadline(seconds: float | None) -> Iterator[None]:
-    """Everything sent and received inside must finish within `seconds`;
-    past it the pending read, write or connect fails as a timeout. Nested
-    deadlines: the earlier one wins."""
-    if seconds is None:
-        yield
-        return
-    end = time.monotonic() + seconds
-    current = _deadline.get()
-    token = _deadline.set(end if current is None else min(current, end))
-    try:
-        yield
-    finally:
-        _deadline.reset(token)
-
-
-def _left() -> float | None:
-    end = _deadline.get()
-    return None if end is None else end - time.monotonic()
-
-
-def _bounded(timeout: float | None, error: type[Exception]) -> float | None:
-    """A socket operation's timeout cut to what is left of the deadline."""
-    left = _left()
-    if left is None:
-        return timeout
-    if left <= 0:
-        raise error("the deadline passed")
-    return left if timeout is None else min(timeout, left)
-
-
-class _DeadlineStream(httpcore.NetworkStream):
-    def __init__(self, stream: httpcore.NetworkStream):
-        self._stream = stream
-
-    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return self._stream.read(max_bytes, _bounded(timeout, httpcore.ReadTimeout))
-
-    def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self._stream.write(buffer, _bounded(timeout, httpcore.WriteTimeout))
-
-    def close(self) -> None:
-        self._stream.close()
-
-    def start_tls(self, ssl_context, server_hostname=None, timeout=None) -> httpcore.NetworkStream:
-        return _DeadlineStream(self._stream.start_tls(ssl_context, server_hostname,
-                                                      _bounded(timeout, httpcore.ConnectTimeout)))
-
-    def get_extra_info(self, info: str) -> Any:
-        return self._stream.get_extra_info(info)
-
-
-class _DeadlineBackend(httpcore.NetworkBackend):
-    """httpcore's socket layer with every timeout cut to the current deadline
-    (httpx's own timeouts apply per socket operation, so a server sending one
-    header line a second never trips them)."""
-
-    def __init__(self, backend: httpcore.NetworkBackend):
-        self._backend = backend
-
-    def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
-        return _DeadlineStream(self._backend.connect_tcp(host, port, _bounded(timeout, httpcore.ConnectTimeout),
-                                                         local_address, socket_options))
-
-    def connect_unix_socket(self, path, timeout=None, socket_options=None):
-        return _DeadlineStream(self._backend.connect_unix_socket(
-            path, _bounded(timeout, httpcore.ConnectTimeout), socket_options))
-
-    def sleep(self, seconds: float) -> None:
-        self._backend.sleep(seconds)
-
-
-def _deadline_transport() -> httpx.HTTPTransport:
-    transport = httpx.HTTPTransport()
-    # httpx takes no network backend argument; its connection pool (httpcore)
-    # does, and uses it for every connection it opens from now on.
-    # tests/common/test_http.py checks this against a trickling server.
-    pool = transport._pool
-    pool._network_backend = _DeadlineBackend(pool._network_backend)
-    return transport
 
 
 # -- redaction of httpx's log lines ---------------------------------------------
@@ -231,13 +145,9 @@ def _sleep(seconds: float) -> None:
     time.sleep(seconds)
 
 
-def _is_retryable(exc: BaseException) -> bool:
-    return isinstance(exc, RemoteError) and exc.retryable
-
-
 def _retry_fits_deadline(retry_state) -> bool:
     """Stop when the wait before the next try would outlast the deadline."""
-    left = _left()
+    left = time_left()
     wait = retry_state.upcoming_sleep if retry_state.upcoming_sleep is not None else 0.0
     return left is not None and left <= wait
 
@@ -297,6 +207,47 @@ def json_body(response: httpx.Response, expect: type = dict) -> Any:
 
 
 # -- calls -----------------------------------------------------------------------
+@dataclass(frozen=True)
+class Outbound:
+    """One request as a caller means it. `params` are merged into the URL's
+    own query (httpx would replace it: a configured URL may carry a token)."""
+
+    method: str
+    url: str
+    params: Mapping[str, Any] | None = None
+    headers: Mapping[str, str] | None = None
+    json: Any = None
+
+    def target(self) -> httpx.URL:
+        url = httpx.URL(self.url)
+        return url.copy_merge_params(self.params) if self.params else url
+
+    def where(self) -> str:
+        """`METHOD scheme://host/path`, as messages name it (no credentials, no query)."""
+        return f"{self.method.upper()} {safe_url(self.target())}"
+
+
+@dataclass(frozen=True)
+class CallPolicy:
+    """How a call is made. `retries` more tries after a transient failure;
+    `timeout` per socket operation (None: the client's); the whole call,
+    retries and body included, ends within `within` seconds (and any
+    enclosing `deadline`); a server's Retry-After is waited at most
+    `max_retry_wait`; `secrets` never appear in a message or body handed
+    back; with `stream` the body is left unread for the caller, who closes
+    the response."""
+
+    retries: int = 1
+    timeout: float | None = None
+    within: float | None = None
+    max_retry_wait: float = MAX_RETRY_WAIT
+    secrets: tuple[str, ...] = field(default=())
+    stream: bool = False
+
+    def __post_init__(self) -> None:  # any iterable of secrets, unset ones dropped
+        object.__setattr__(self, "secrets", tuple(s for s in self.secrets if s))
+
+
 @dataclass
 class Attempt:
     """One try of a call, as a caller may want to record it."""
@@ -307,111 +258,107 @@ class Attempt:
     duration_ms: int = 0
 
 
-def call(
-    client: httpx.Client,
-    method: str,
-    url: str,
-    *,
-    read: Callable[[httpx.Response], T] = require_success,
-    retries: int = 1,
-    secrets: Iterable[str | None] = (),
-    params: Mapping[str, Any] | None = None,
-    headers: Mapping[str, str] | None = None,
-    json: Any = None,
-    timeout: float | None = None,
-    within: float | None = None,
-    max_retry_wait: float = MAX_RETRY_WAIT,
-    attempts: list[Attempt] | None = None,
-    stream: bool = False,
-) -> T:
-    """Send one request and return `read(response)`. `read` raises a
-    RemoteError for an answer it cannot use (retried when `retryable`); the
-    default accepts 2xx only. Retries `retries` times; the whole call,
-    retries and body included, ends within `within` seconds (and any
-    enclosing `deadline`). With `stream`, the body is left unread for the
-    caller, who closes the response. Every failure is a RemoteError whose
-    message names `METHOD scheme://host/path` and carries no secret."""
-    secrets = tuple(s for s in secrets if s)
-    target = httpx.URL(url)
-    if params:
-        # httpx replaces a URL's own query with `params`; a configured URL
-        # may carry a token there, so merge instead.
-        target = target.copy_merge_params(params)
-    where = f"{method.upper()} {safe_url(target)}"
-    limit = timeout if timeout is not None else client.timeout.read
-    # None would mean "no timeout at all" to httpx, not "the client's".
-    per_call = httpx.USE_CLIENT_DEFAULT if timeout is None else timeout
-
-    def once() -> T:
-        started = time.monotonic()
-        attempt = Attempt()
-        try:
-            response = client.send(client.build_request(method, target, headers=headers, json=json,
-                                                        timeout=per_call), stream=stream)
-        except httpx.TimeoutException:
-            failure = _timeout(limit, started)
-        except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:
-            failure = RemoteError("network", f"network error: {_describe(exc, secrets)}", retryable=True)
-        except httpx.HTTPError as exc:  # a bad URL or proxy setting: no second try will fix it
-            failure = RemoteError("network", f"network error: {_describe(exc, secrets)}")
-        else:
-            attempt.http_status = response.status_code
-            try:
-                value = read(response)
-            except RemoteError as exc:
-                failure = exc
-            except httpx.TimeoutException:  # reading a body inside `read`
-                failure = _timeout(limit, started)
-            else:
-                attempt.duration_ms = int((time.monotonic() - started) * 1000)
-                if attempts is not None:
-                    attempts.append(attempt)
-                return value
-            if stream:
-                response.close()
-        attempt.duration_ms = int((time.monotonic() - started) * 1000)
-        attempt.error, attempt.retry_after = redact(failure.reason, secrets), failure.retry_after
-        if attempts is not None:
-            attempts.append(attempt)
-        raise failure
+def call(client: httpx.Client, outbound: Outbound, policy: CallPolicy = CallPolicy(), *,
+         read: Callable[[httpx.Response], T] = require_success, attempts: list[Attempt] | None = None) -> T:
+    """Send `outbound` and return `read(response)`. `read` raises a
+    RemoteError for an answer it cannot use (retried when transient); the
+    default accepts 2xx only. Every failure is a RemoteError whose message
+    names `METHOD scheme://host/path` and carries no secret. Each try is
+    appended to `attempts` when given."""
+    where = outbound.where()
 
     def log_retry(retry_state) -> None:
         exc = retry_state.outcome.exception()
         log.warning("%s failed (%s), retrying in %.1fs",
-                    where, redact(exc.reason, secrets), retry_state.next_action.sleep)
+                    where, redact(exc.reason, policy.secrets), retry_state.next_action.sleep)
 
     retrying = Retrying(
-        stop=stop_after_attempt(retries + 1) | _retry_fits_deadline,
-        retry=retry_if_exception(_is_retryable),
-        wait=_WaitRetryAfter(max_retry_wait),
+        stop=stop_after_attempt(policy.retries + 1) | _retry_fits_deadline,
+        retry=retry_if_exception(is_transient),
+        wait=_WaitRetryAfter(policy.max_retry_wait),
         sleep=_sleep,
         before_sleep=log_retry,
         reraise=True,
     )
     try:
-        with deadline(within):
-            return retrying(once)
+        with deadline(policy.within):
+            return retrying(_try_once, client, outbound, policy, read, attempts)
     except RemoteError as exc:
-        reason = redact(exc.reason, secrets)
+        reason = redact(exc.reason, policy.secrets)
+        # Not chained: httpx's error quotes the request's URL, credentials and query included.
         raise RemoteError(exc.code, f"{where}: {reason}", http_status=exc.http_status, reason=reason,
                           retry_after=exc.retry_after) from None
 
 
-def request(client: httpx.Client, method: str, url: str, **kwargs) -> httpx.Response:
-    """`call` accepting 2xx answers: the response, or RemoteError."""
-    return call(client, method, url, **kwargs)
+def _try_once(client: httpx.Client, outbound: Outbound, policy: CallPolicy,
+              read: Callable[[httpx.Response], T], attempts: list[Attempt] | None) -> T:
+    started = time.monotonic()
+    attempt = Attempt()
+    if attempts is not None:
+        attempts.append(attempt)
+    # None would mean "no timeout at all" to httpx, not "the client's".
+    per_call = httpx.USE_CLIENT_DEFAULT if policy.timeout is None else policy.timeout
+    limit = policy.timeout if policy.timeout is not None else client.timeout.read
+    try:
+        try:
+            response = client.send(client.build_request(outbound.method, outbound.target(), headers=outbound.headers,
+                                                        json=outbound.json, timeout=per_call),
+                                   stream=policy.stream)
+        except httpx.HTTPError as exc:
+            raise _httpx_failure(exc, limit, started, policy.secrets) from exc
+        attempt.http_status = response.status_code
+        try:
+            return read(response)
+        except httpx.TimeoutException as exc:  # reading a body inside `read`
+            raise _timeout(limit, started) from exc
+        except RemoteError:
+            if policy.stream:
+                response.close()
+            raise
+    except RemoteError as failure:
+        attempt.error, attempt.retry_after = redact(failure.reason, policy.secrets), failure.retry_after
+        raise
+    finally:
+        attempt.duration_ms = int((time.monotonic() - started) * 1000)
 
 
-def request_json(client: httpx.Client, method: str, url: str, *, expect: type = dict, **kwargs) -> Any:
-    """`call`, then the body as JSON of type `expect` (else bad_response),
+def _httpx_failure(exc: httpx.HTTPError, limit: float | None, started: float, secrets: Iterable[str]) -> RemoteError:
+    """httpx's error as the family's: a timeout or a dropped connection is
+    transient; a bad URL or proxy setting is not (no second try fixes it)."""
+    if isinstance(exc, httpx.TimeoutException):
+        return _timeout(limit, started)
+    dropped = isinstance(exc, (httpx.NetworkError, httpx.RemoteProtocolError))
+    return RemoteError("network", f"network error: {_describe(exc, secrets)}", retryable=dropped)
+
+
+def request(client: httpx.Client, method: str, url: str, *, params: Mapping[str, Any] | None = None,
+            headers: Mapping[str, str] | None = None, json: Any = None, policy: CallPolicy = CallPolicy(),
+            read: Callable[[httpx.Response], T] = require_success, attempts: list[Attempt] | None = None,
+            **policy_fields: Any) -> T:
+    """`call` of METHOD url: the response of a 2xx answer (or what `read`
+    makes of it), or RemoteError. `policy_fields` change single fields of
+    `policy` (retries=0, within=5.0, ...)."""
+    return call(client, Outbound(method, url, params, headers, json), _policy(policy, policy_fields),
+                read=read, attempts=attempts)
+
+
+def request_json(client: httpx.Client, method: str, url: str, *, expect: type = dict,
+                 params: Mapping[str, Any] | None = None, headers: Mapping[str, str] | None = None, json: Any = None,
+                 policy: CallPolicy = CallPolicy(), **policy_fields: Any) -> Any:
+    """`request`, then the body as JSON of type `expect` (else bad_response),
     scrubbed of every configured secret: a server may echo the request."""
-    secrets = tuple(kwargs.get("secrets", ()))
-    payload = call(client, method, url, read=lambda r: json_body(require_success(r), expect), **kwargs)
-    return scrub(payload, secrets)
+    policy = _policy(policy, policy_fields)
+    payload = call(client, Outbound(method, url, params, headers, json), policy,
+                   read=lambda r: json_body(require_success(r), expect))
+    return scrub(payload, policy.secrets)
+
+
+def _policy(policy: CallPolicy, fields: Mapping[str, Any]) -> CallPolicy:
+    return replace(policy, **fields) if fields else policy
 
 
 def _timeout(limit: float | None, started: float) -> RemoteError:
-    left = _left()
+    left = time_left()
     if left is not None and left <= 0:
         waited = time.monotonic() - started
         return RemoteError("timeout", f"no complete answer before the deadline ({waited:.1f} s) (timeout)",

@@ -11,15 +11,15 @@ import json
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import httpx
 import json_repair
 
-from tasks.common.errors import RemoteError
-from tasks.common.http import (MAX_RETRY_WAIT, Attempt, call, endpoint_url, json_body, make_client, require_success,
-                               safe_url, scrub)
+from tasks.common.errors import InternalError, RemoteError
+from tasks.common.http import (Attempt, CallPolicy, Outbound, call, endpoint_url, json_body, make_client,
+                               require_success, safe_url, scrub)
 from tasks.common.settings import Settings, secret_value
 
 THOUGHT_MARK = "---THOUGHT---"
@@ -31,7 +31,7 @@ FORMAT_INSTRUCTIONS = (
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
 
 
-class LLMError(Exception):
+class LLMError(InternalError):
     """The model could not be reached or its answer could not be used."""
 
 
@@ -85,7 +85,7 @@ def chat(config: LLMConfig, messages: list[dict], *, client: httpx.Client | None
     started = time.monotonic()
     try:
         doc = post_completion(client, endpoint_url(config.base_url, "chat/completions"), body, key=config.api_key,
-                              timeout=config.timeout, retries=config.retries, secrets=config.secrets)
+                              policy=CallPolicy(retries=config.retries, timeout=config.timeout, secrets=config.secrets))
     except RemoteError as exc:
         raise LLMError(_failure(config, exc)) from None
     finally:
@@ -98,21 +98,20 @@ def chat(config: LLMConfig, messages: list[dict], *, client: httpx.Client | None
                       duration_ms=int((time.monotonic() - started) * 1000), raw=doc)
 
 
-def post_completion(client: httpx.Client, url: str, body: dict, *, key: str | None, timeout: float,
-                    retries: int, secrets: Iterable[str | None] = (), headers: Mapping[str, str] | None = None,
-                    read: Callable[[httpx.Response], dict] | None = None, max_retry_wait: float = MAX_RETRY_WAIT,
+def post_completion(client: httpx.Client, url: str, body: dict, *, key: str | None, policy: CallPolicy,
+                    headers: Mapping[str, str] | None = None, read: Callable[[httpx.Response], dict] | None = None,
                     attempts: list[Attempt] | None = None) -> dict:
     """The one chat-completions client: POST `body` to `url` with the key as
-    a Bearer token, through the shared HTTP path (retries, Retry-After,
-    redaction), and return the completion document scrubbed of every secret
-    (a server may echo the request, and with it the key). `read` decides
-    which answers are usable (read_completion unless given); every failure
-    is a RemoteError."""
-    secrets = (key, *secrets)
+    a Bearer token, through the shared HTTP path under `policy` (retries,
+    Retry-After, redaction; the key joins its secrets), and return the
+    completion document scrubbed of every secret (a server may echo the
+    request, and with it the key). `read` decides which answers are usable
+    (read_completion unless given); every failure is a RemoteError."""
+    policy = replace(policy, secrets=(key, *policy.secrets))
     sent = {**({"Authorization": f"Bearer {key}"} if key else {}), **(headers or {})}
-    doc = call(client, "POST", url, json=body, headers=sent, timeout=timeout, retries=retries, secrets=secrets,
-               read=read or read_completion, max_retry_wait=max_retry_wait, attempts=attempts)
-    return scrub(doc, secrets)
+    doc = call(client, Outbound("POST", url, headers=sent, json=body), policy, read=read or read_completion,
+               attempts=attempts)
+    return scrub(doc, policy.secrets)
 
 
 def read_completion(response: httpx.Response) -> dict:

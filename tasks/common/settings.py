@@ -7,18 +7,19 @@ import re
 from collections.abc import Mapping
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar, TypeVar
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic import AliasChoices, Field, PrivateAttr, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from schemas.bundle import MAX_CONTENT_CHARS
 from schemas.governance import BUDGET_VARIABLES, Budget
 from schemas.scoring import ScoringFile
+from tasks.common.errors import UserError
 from tasks.common.redaction import connection_string_passwords, redact, register, url_credentials
 
 # Settings holding URLs a user may write credentials into (user:password@, ?token=).
-URL_FIELDS = ("searxng_url", "llm_base_url", "openrouter_base_url", "lake")
+URL_FIELDS = ("llm_base_url", "openrouter_base_url", "lake")
 # DuckLake metadata connection strings that name a database server, not a file.
 _CATALOG_SERVER = re.compile(r"^(postgres|mysql):", re.IGNORECASE)
 # An embedded catalog kept in SQLite (several processes on the machine may
@@ -33,10 +34,109 @@ DUCKDB_CATALOG_FILE = "catalog.ducklake"
 MIN_SERVE_TOKEN = 16
 
 
-class Settings(BaseSettings):
+class InvalidSetting(UserError, ValidationError):
+    """A setting's value is refused: still pydantic's ValidationError, and a
+    user error said as one line naming the first value refused."""
+
+    @classmethod
+    def of(cls, exc: ValidationError) -> "InvalidSetting":
+        return cls.from_exception_data(exc.title, exc.errors(include_url=False))
+
+    @property
+    def line(self) -> str:
+        first = self.errors()[0]
+        return (f"invalid setting {'.'.join(map(str, first['loc']))}: "
+                f"{first['msg'].removeprefix('Value error, ')}")
+
+
+class _Settings(BaseSettings):
+    """What every settings class shares: read from the environment and
+    `.env`; a refused value is an InvalidSetting naming it; every secret it
+    holds (SecretStr fields, credentials in `url_fields`) is known to
+    redaction from the moment it is configured, so that no log line, stored
+    text or message can carry it."""
+
+    url_fields: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, **values: Any) -> None:
+        try:
+            super().__init__(**values)
+        except ValidationError as exc:
+            raise InvalidSetting.of(exc) from None  # the same errors, one level
+
+    def model_post_init(self, context) -> None:
+        register(self.secret_values())
+
+    def secret_values(self) -> tuple[str, ...]:
+        """Every configured secret: SecretStr fields and the credential parts of URL fields."""
+        values = [value.get_secret_value() for name in type(self).model_fields
+                  if isinstance(value := getattr(self, name), SecretStr)]
+        for url in self._urls():
+            values += url_credentials(url)
+        return tuple(v for v in dict.fromkeys(values) if v)
+
+    def _urls(self) -> list[str | None]:
+        return [self.model_dump(include=set(self.url_fields)).get(name) for name in self.url_fields]
+
+
+class SettingsSection(_Settings):
+    """Settings a module declares beside its code (a search provider's key
+    or URL), read from the same environment and `.env` as Settings; a
+    Settings object hands out each section once (Settings.section), and
+    knows the secrets of every section declared in the modules loaded."""
+
+    model_config = SettingsConfigDict(env_file=".env", extra="ignore", populate_by_name=True)
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        if cls.model_fields:  # not a base without settings of its own
+            _DECLARED_SECTIONS.append(cls)
+
+
+_DECLARED_SECTIONS: list[type[SettingsSection]] = []
+
+
+S = TypeVar("S", bound=SettingsSection)
+
+
+class Settings(_Settings):
     model_config = SettingsConfigDict(
         env_prefix="SEARCHLAKE_", env_file=".env", extra="ignore", populate_by_name=True
     )
+    url_fields = URL_FIELDS
+
+    _sections: dict[type, SettingsSection] = PrivateAttr(default_factory=dict)
+    _source: dict[str, Any] | None = PrivateAttr(default=None)
+
+    def __init__(self, **values: Any) -> None:
+        super().__init__(**values)
+        # where the values came from, for the sections read alongside
+        self._source = {name: values[name] for name in ("_env_file", "_env_file_encoding") if name in values}
+        register(self.secret_values())  # the sections' too
+
+    def section(self, cls: type[S]) -> S:
+        """The settings `cls` declares, read from the same environment and
+        `.env` as these (once per Settings object)."""
+        if cls not in self._sections:
+            self._sections[cls] = cls(**(self._source or {}))
+        return self._sections[cls]  # type: ignore[return-value]
+
+    def with_sections(self, *sections: SettingsSection) -> "Settings":
+        """A copy of these settings whose sections are `sections` rather than
+        what the environment says (a caller's own values)."""
+        copy = self.model_copy()
+        copy._sections = {**self._sections, **{type(section): section for section in sections}}
+        return copy
+
+    def secret_values(self) -> tuple[str, ...]:
+        """Every configured secret of these settings and of every section
+        declared (a provider's key, once its module is loaded)."""
+        values = [*super().secret_values(), *connection_string_passwords(self.catalog)]
+        if self._source is not None:  # not while pydantic is still building these settings
+            for cls in [*_DECLARED_SECTIONS, *self._sections]:
+                values += self.section(cls).secret_values()
+        return tuple(v for v in dict.fromkeys(values) if v)
 
     home: Path = Field(default=Path("data"), description="Holds the lake and the catalog")
     lake: str | None = Field(default=None, description=(
@@ -109,15 +209,14 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr | None = Field(default=None, description="The LLM endpoint's key")
     llm_model: str | None = Field(default=None, description="The LLM endpoint's model")
 
-    # provider keys: read under their usual names
-    tavily_api_key: SecretStr | None = Field(default=None, validation_alias=AliasChoices("TAVILY_API_KEY", "SEARCHLAKE_TAVILY_API_KEY"), description="Enables the tavily provider (web, news)")
-    brave_api_key: SecretStr | None = Field(default=None, validation_alias=AliasChoices("BRAVE_API_KEY", "SEARCHLAKE_BRAVE_API_KEY"), description="Enables the brave provider (web, news)")
-    searxng_url: str | None = Field(default=None, validation_alias=AliasChoices("SEARXNG_URL", "SEARCHLAKE_SEARXNG_URL"), description="Your SearXNG instance (JSON format enabled); enables the searxng provider (web, news)")
-    openalex_api_key: SecretStr | None = Field(default=None, validation_alias=AliasChoices("OPENALEX_API_KEY", "SEARCHLAKE_OPENALEX_API_KEY"), description="Key for the openalex provider (academic; optional)")
-    semantic_scholar_api_key: SecretStr | None = Field(default=None, validation_alias=AliasChoices("SEMANTIC_SCHOLAR_API_KEY", "SEARCHLAKE_SEMANTIC_SCHOLAR_API_KEY"), description="Key for the semanticscholar provider (academic; optional)")
-    thenewsapi_token: SecretStr | None = Field(default=None, validation_alias=AliasChoices("THENEWSAPI_TOKEN", "SEARCHLAKE_THENEWSAPI_TOKEN"), description="Enables the thenewsapi provider (news)")
-    openrouter_api_key: SecretStr | None = Field(default=None, validation_alias=AliasChoices("OPENROUTER_API_KEY", "SEARCHLAKE_OPENROUTER_API_KEY"), description="Enables `searchlake ask` and the page's ask box")
-    openrouter_base_url: str = Field(default="https://openrouter.ai/api/v1", validation_alias=AliasChoices("OPENROUTER_BASE_URL", "SEARCHLAKE_OPENROUTER_BASE_URL"), description="OpenRouter's API, for `ask`")
+    # `searchlake ask` (OpenRouter); the search providers declare their own settings beside their code
+    openrouter_api_key: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("OPENROUTER_API_KEY", "SEARCHLAKE_OPENROUTER_API_KEY"),
+        description="Enables `searchlake ask` and the page's ask box")
+    openrouter_base_url: str = Field(
+        default="https://openrouter.ai/api/v1",
+        validation_alias=AliasChoices("OPENROUTER_BASE_URL", "SEARCHLAKE_OPENROUTER_BASE_URL"),
+        description="OpenRouter's API, for `ask`")
 
     # single-shot search + summary (`searchlake ask`, tasks/ask/single_shot.py); each is overridable per call
     ask_model: str = Field(default="openai/gpt-4o-mini", description="OpenRouter model for `ask`")
@@ -174,20 +273,6 @@ class Settings(BaseSettings):
         """SEARCHLAKE_SCORING_FILE, read and validated; None when unset.
         Raises ValueError naming the file and the first problem."""
         return None if self.scoring_file is None else _read_scoring_file(str(self.scoring_file))
-
-    def model_post_init(self, context) -> None:
-        # Known to redaction from the moment they are configured, so no log
-        # line, stored text or message can carry them.
-        register(self.secret_values())
-
-    def secret_values(self) -> tuple[str, ...]:
-        """Every configured secret: SecretStr fields and the credential parts of URL fields."""
-        values = [value.get_secret_value() for name in type(self).model_fields
-                  if isinstance(value := getattr(self, name), SecretStr)]
-        for name in URL_FIELDS:
-            values += url_credentials(getattr(self, name))
-        values += connection_string_passwords(self.catalog)
-        return tuple(v for v in dict.fromkeys(values) if v)
 
     @cached_property
     def lake_root(self) -> str:

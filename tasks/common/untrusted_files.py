@@ -23,17 +23,19 @@ import os
 import stat
 from collections.abc import Sequence
 
+from tasks.common.errors import SearchlakeError, UserError
+
 _FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 _KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
           (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"))
 
 
-class FileRefused(Exception):
+class FileRefused(UserError):
     """The file was not read; the message says why, in one line."""
 
 
-class _LinkOnTheWay(Exception):
+class _LinkOnTheWay(SearchlakeError):
     """A name on the way to the file is a symbolic link (or not a folder)."""
 
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from tasks.common.settings import Settings
 from tasks.retrieval.providers.registry import provider_class
+from tasks.common.errors import UserError
 
 
-class PreflightError(ValueError):
+class PreflightError(UserError, ValueError):
     """Something a run needs is missing; the message names all of it."""
 
 
@@ -24,10 +25,7 @@ def preflight(settings: Settings, provider_names: list[str]) -> None:
 
 
 def _provider_problems(name: str, settings: Settings) -> list[str]:
-    cls = provider_class(name)
-    if cls.key_setting and cls.key_required and not getattr(settings, cls.key_setting):
-        return [f"{name} needs {cls.key_setting.upper()}"]
-    return cls.problems(settings)
+    return provider_class(name).preflight(settings)
 
 
 def _llm_problems(settings: Settings) -> list[str]:

@@ -25,8 +25,11 @@ from pathlib import Path
 import duckdb
 
 from tasks.common.settings import DEFAULT_CATALOG_FILE, DUCKDB_CATALOG_FILE, Settings
-from tasks.lake.catalog import (TABLES_FOLDER, _embedded_lock, _literal, _load_sqlite_client, _new_engine,
-                                open_catalog)
+from tasks.common.errors import InternalError, UserError
+from tasks.lake.catalog import open_catalog
+from tasks.lake.catalog_lock import embedded_lock
+from tasks.lake.engine import TABLES_FOLDER, literal, load_sqlite_client, new_engine
+from tasks.lake.engine_errors import said_plainly
 from tasks.lake.files import Lake
 from tasks.lake.sqlfiles import sql
 
@@ -40,11 +43,11 @@ SNAPSHOTS_COMPARED = 12
 _SQLITE_TEXT_TYPES = ("FLOAT", "DOUBLE", "VARIANT")
 
 
-class MigrationRefused(Exception):
+class MigrationRefused(UserError):
     """Nothing to migrate, or a catalog that is not the home's earlier default."""
 
 
-class MigrationFailed(RuntimeError):
+class MigrationFailed(InternalError):
     """The copy did not read as the original: the home keeps its old catalog."""
 
 
@@ -55,7 +58,7 @@ def migrate_catalog(settings: Settings) -> list[str]:
     building = new.with_name(new.name + BUILDING_SUFFIX)
     with open_catalog(settings, "migrate-catalog: bring up to date"):
         pass  # DuckLake's tables and searchlake's schema are brought to this version first
-    with _embedded_lock(settings, "migrate-catalog"):
+    with embedded_lock(settings, "migrate-catalog"), said_plainly(settings):
         _remove_catalog_file(building)
         try:
             copied = _copy_metadata(settings, old, building)
@@ -87,16 +90,16 @@ def _catalog_to_migrate(settings: Settings) -> Path:
 
 def _copy_metadata(settings: Settings, old: Path, building: Path) -> dict:
     """DuckLake's tables of `old`, row for row, into a new SQLite catalog at `building`."""
-    con = _new_engine()
+    con = new_engine()
     try:
         # DuckLake keeps a SQLite catalog's timestamps as text in UTC
         con.execute("SET TimeZone = 'UTC'")
-        _load_sqlite_client(con, settings)
+        load_sqlite_client(con, settings)
         data_path = Lake(settings.lake_root).uri(TABLES_FOLDER)
-        con.execute(f"ATTACH {_literal('ducklake:sqlite:' + str(building))} AS fresh (DATA_PATH {_literal(data_path)})")
+        con.execute(f"ATTACH {literal('ducklake:sqlite:' + str(building))} AS fresh (DATA_PATH {literal(data_path)})")
         con.execute("DETACH fresh")  # its tables are made: now filled as plain tables
-        con.execute(f"ATTACH {_literal(str(old))} AS source (READ_ONLY)")
-        con.execute(f"ATTACH {_literal(str(building))} AS target (TYPE sqlite)")
+        con.execute(f"ATTACH {literal(str(old))} AS source (READ_ONLY)")
+        con.execute(f"ATTACH {literal(str(building))} AS target (TYPE sqlite)")
         made = {name for name, _, _ in con.execute(sql("migrate_tables"), ["target"]).fetchall()}
         tables = con.execute(sql("migrate_tables"), ["source"]).fetchall()
         rows = 0
@@ -125,12 +128,12 @@ def _sqlite_type(duckdb_type: str) -> str:
 
 def _compare_lakes(settings: Settings, old: Path, building: Path) -> dict:
     """Both catalogs read through DuckLake: MigrationFailed at the first difference."""
-    con = _new_engine()
+    con = new_engine()
     try:
-        _load_sqlite_client(con, settings)
-        data_path = _literal(Lake(settings.lake_root).uri(TABLES_FOLDER))
+        load_sqlite_client(con, settings)
+        data_path = literal(Lake(settings.lake_root).uri(TABLES_FOLDER))
         for alias, location in (("before", str(old)), ("after", f"sqlite:{building}")):
-            con.execute(f"ATTACH {_literal('ducklake:' + location)} AS {alias} "
+            con.execute(f"ATTACH {literal('ducklake:' + location)} AS {alias} "
                         f"(DATA_PATH {data_path}, OVERRIDE_DATA_PATH true, READ_ONLY)")
         snapshots = _same(con, "snapshots", lambda db: con.execute(sql("migrate_snapshots"), [db]).fetchall())
         objects = _same(con, "tables and views", lambda db: con.execute(sql("migrate_lake_objects"), [db]).fetchall())

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tasks.common.errors import UserError
 from tasks.common.text import counted
 from tasks.lake.catalog import Catalog
 from tasks.lake.exports import refresh_exports
@@ -43,7 +44,7 @@ class ConsolidationReport:
                 f"{self.sources_written} sources")
 
 
-class UnknownTask(LookupError):
+class UnknownTask(UserError, LookupError):
     """No bundle of this task has landed."""
 
 

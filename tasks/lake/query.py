@@ -19,6 +19,7 @@ from tasks.lake.catalog import Catalog
 from tasks.lake.sql_guard import (LAKE_FUNCTIONS, NotReadOnly, check_macro_definitions, check_query,
                                   check_view_definitions, readable_tables)
 from tasks.lake.sqlfiles import sql
+from tasks.common.errors import UserError
 
 __all__ = ["NotReadOnly", "QueryResult", "QueryTimedOut", "ValueTooDeep", "latest_task", "run_analyst_query",
            "run_query", "task_list", "text_rows", "to_csv", "to_json", "top_sources"]
@@ -60,7 +61,7 @@ def run_analyst_query(catalog: Catalog, query: str, timeout: float | None = None
     return result
 
 
-class QueryTimedOut(RuntimeError):
+class QueryTimedOut(UserError, RuntimeError):
     """An analyst's query ran past its time limit."""
 
 
@@ -120,7 +121,7 @@ def latest_task(catalog: Catalog) -> str | None:
 
 # -- query results as text and JSON ----------------------------------------------
 
-class ValueTooDeep(ValueError):
+class ValueTooDeep(UserError, ValueError):
     """A value nests deeper than it can be written out."""
 
 

@@ -33,9 +33,10 @@ from functools import lru_cache
 import duckdb
 
 from tasks.lake.sqlfiles import sql_group
+from tasks.common.errors import UserError
 
 
-class NotReadOnly(ValueError):
+class NotReadOnly(UserError, ValueError):
     """Analysts' SQL may only read the lake's views."""
 
 

@@ -9,15 +9,16 @@ import json
 from datetime import datetime
 
 from schemas.watch import Change, Watch, WatchParams
+from tasks.common.errors import UserError
 from tasks.common.text import counted
 from tasks.lake.catalog import Catalog
 
 
-class UnknownWatch(LookupError):
+class UnknownWatch(UserError, LookupError):
     """No watch of that name (or it was removed)."""
 
 
-class WatchExists(ValueError):
+class WatchExists(UserError, ValueError):
     """A watch of that name is already there."""
 
 

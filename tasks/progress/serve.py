@@ -42,12 +42,13 @@ from tasks.lake.files import run_logs_root
 from tasks.progress.events import events_path, follow_events, list_runs
 from tasks.progress.web.app import Launcher, page_routes
 from tasks.progress.web.guards import Access, protect
+from tasks.common.errors import UserError
 
 KEEPALIVE_SECONDS = 15.0
 POLL_SECONDS = 0.1
 
 
-class ServeError(RuntimeError):
+class ServeError(UserError, RuntimeError):
     """The server cannot start (bad port, address in use): one line for the user."""
 
 

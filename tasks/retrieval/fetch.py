@@ -35,7 +35,8 @@ from urllib.parse import urljoin
 import httpx
 
 from tasks.common.settings import Settings
-from tasks.common.http import call, deadline, redact, safe_url, scrub, status_error
+from tasks.retrieval.providers.searxng import SearxngSettings
+from tasks.common.http import CallPolicy, Outbound, call, deadline, redact, safe_url, scrub, status_error
 from tasks.common.errors import RemoteError
 
 log = logging.getLogger(__name__)
@@ -62,8 +63,9 @@ def configured_hosts(settings: Settings) -> frozenset[str]:
     """Hosts the user pointed searchlake at (a SearXNG instance on the LAN),
     which may be fetched even when they are private."""
     hosts = set()
-    if settings.searxng_url:
-        host = httpx.URL(settings.searxng_url).host
+    searxng = settings.section(SearxngSettings).credential
+    if searxng:
+        host = httpx.URL(searxng).host
         if host:
             hosts.add(host.lower())
     return frozenset(hosts)
@@ -122,8 +124,8 @@ def _get(client: httpx.Client, target: "_Target", url: str, settings: Settings) 
         return response
 
     try:
-        return call(client, "GET", target.url, headers=target.headers, read=answer, stream=True,
-                    retries=settings.http_retries)
+        return call(client, Outbound("GET", target.url, headers=target.headers),
+                    CallPolicy(retries=settings.http_retries, stream=True), read=answer)
     except RemoteError as exc:  # named by the page's URL, not the pinned address
         raise RemoteError(exc.code, f"fetch {safe_url(url)}: {exc.reason}", http_status=exc.http_status,
                           reason=exc.reason) from None

@@ -10,9 +10,10 @@ from tasks.common.text import counted
 from tasks.lake.catalog import Catalog
 from tasks.lake.files import Lake, LakeWrite
 from tasks.retrieval.planning import PlanOutcome
+from tasks.common.errors import UserError
 
 
-class QuestionMismatch(ValueError):
+class QuestionMismatch(UserError, ValueError):
     """A task id was reused for a different question."""
 
 

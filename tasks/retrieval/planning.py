@@ -14,6 +14,7 @@ import httpx
 from schemas.plan import PlannedQuery, ResearchPlan, SearchSummary
 from tasks.common.llm import FORMAT_INSTRUCTIONS, LLMConfig, LLMError, chat, parse_json_answer
 from tasks.common.text import is_cjk, keywords, phrases
+from tasks.common.errors import UserError
 
 INTENT_KEYS = {"academic": "academic_queries", "news": "news_queries",
                "web": "web_queries", "library": "library_queries"}
@@ -26,8 +27,8 @@ class PlanOutcome:
     raw_answer: str | None = None  # the LLM's answer as received, kept for debugging
 
 
-class EmptyQuestion(ValueError):
-    pass
+class EmptyQuestion(UserError, ValueError):
+    """The question is empty."""
 
 
 def plan_question(question: str, *, max_per_intent: int, llm: LLMConfig | None = None,

@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 import pytest
 from tests.research_helpers import BUDGET_ENV, PROVIDER_KEYS, QUESTION, write_library
 
+import tasks.retrieval.providers.registry  # noqa: F401  (the providers declare their settings: their keys are secrets)
 from tasks.common.settings import Settings
 
 SEARX_USER, SEARX_PASSWORD, SEARX_TOKEN = "searx-user", "searx-pa55-Zq81", "searx-tok-7Hd02k"

@@ -19,6 +19,7 @@ from tasks.common.settings import Settings
 from tasks.retrieval.fetch import configured_hosts, extract_text, fetch_content, fetch_deadline, refusal_reason
 from tasks.common.http import make_client
 from tasks.common.errors import RemoteError
+from tests.research_helpers import settings_with
 from tests.net_helpers import TrickleServer, elapsed
 
 PARAGRAPH = (
@@ -38,7 +39,7 @@ ARTICLE = f"""<!doctype html>
 
 
 def settings(**overrides) -> Settings:
-    return Settings(_env_file=None, **{"searxng_url": None, "http_timeout": 5.0, **overrides})
+    return settings_with(**{"searxng_url": None, "http_timeout": 5.0, **overrides})
 
 
 # -- a real server on loopback ------------------------------------------------------

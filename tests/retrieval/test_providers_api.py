@@ -20,6 +20,7 @@ from tasks.common.http import make_client
 from tasks.retrieval.providers.arxiv import ArxivProvider, search_query
 from tasks.retrieval.providers.base import Query
 from tasks.common.errors import RemoteError
+from tests.research_helpers import settings_with
 from tasks.retrieval.providers.brave import BraveProvider
 from tasks.retrieval.providers.openalex import OpenAlexProvider, rebuild_abstract
 from tasks.retrieval.providers.searxng import SearxngProvider
@@ -42,7 +43,7 @@ QUERY = Query("q1", "duckdb lakehouse", "web")
 
 def make_settings(**overrides) -> Settings:
     # Explicit values beat whatever keys the developer's environment holds.
-    return Settings(_env_file=None, **{**NO_KEYS, **SECRETS, "searxng_url": SEARXNG_URL, **overrides})
+    return settings_with(**{**NO_KEYS, **SECRETS, "searxng_url": SEARXNG_URL, **overrides})
 
 
 def fixture_text(name: str) -> str:
@@ -352,7 +353,8 @@ def test_protocol_attributes(cls):
 @every_provider
 def test_401_is_http_401_without_retry(cls, sleeps):
     # An API that echoes the key back must not get it into our message.
-    echo = httpx.Response(401, json={"error": f"invalid key {SECRETS.get(cls.key_setting)}"})
+    key_field = next(iter(cls.settings_class.model_fields)) if cls.settings_class else None
+    echo = httpx.Response(401, json={"error": f"invalid key {SECRETS.get(key_field)}"})
     server = Server(echo)
     with pytest.raises(RemoteError) as err:
         run(cls, server)

@@ -6,6 +6,7 @@ import httpx
 import pytest
 
 from tasks.common.settings import Settings
+from tests.research_helpers import settings_with
 from tasks.common.http import make_client
 from tasks.retrieval.providers import registry
 from tasks.retrieval.providers.base import Query
@@ -20,7 +21,7 @@ NO_KEYS = dict(
 
 
 def settings(**overrides) -> Settings:
-    return Settings(_env_file=None, **{**NO_KEYS, **overrides})
+    return settings_with(**{**NO_KEYS, **overrides})
 
 
 @pytest.fixture
@@ -79,7 +80,7 @@ def test_every_provider_declares_what_the_flow_reads():
         cls = registry.provider_class(name)
         assert cls.intents and cls.endpoint and cls.max_concurrency >= 1 and cls.min_interval_seconds >= 0
         assert isinstance(cls.reads_intent, bool) and isinstance(cls.key_required, bool)
-        assert cls.key_setting is None or cls.key_setting in Settings.model_fields
+        assert cls.settings_class is None or cls.settings_class in registry.documented_settings()
         assert isinstance(cls.finds_web_pages, bool) and (cls.prepares is None or isinstance(cls.prepares, str))
     assert registry.provider_class("arxiv").min_interval_seconds == 3.0
     assert [n for n in registry.PROVIDER_NAMES if registry.provider_class(n).prepares] == ["library"]

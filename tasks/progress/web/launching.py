@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Protocol
 
 from schemas.request import MAX_QUESTION, RequestError, ResearchRequest
+from tasks.common.errors import UserError
 from tasks.common.settings import Settings
 
 
-class LaunchRefused(ValueError):
+class LaunchRefused(UserError, ValueError):
     """The form asked for something that cannot start (one line for the page)."""
 
 

@@ -12,6 +12,7 @@ from tasks.common.settings import Settings
 from tasks.lake.catalog import open_catalog
 from tasks.progress.web import charts
 from tasks.reporting.report import ReportNotFound, load_report
+from tasks.common.errors import UserError
 
 RUNS_SHOWN = 50
 SOURCES_SHOWN = 200
@@ -66,7 +67,7 @@ class TaskPage:
         return self.report.outline[0].bullets
 
 
-class UnknownTaskPage(LookupError):
+class UnknownTaskPage(UserError, LookupError):
     """No run, bundle or answer names this task."""
 
 

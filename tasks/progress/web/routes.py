@@ -23,8 +23,8 @@ from starlette.templating import Jinja2Templates
 from schemas.bundle import check_identifier
 from schemas.request import request_error
 from schemas.serve import HandoffRequest, is_malformed
+from tasks.common.errors import TransientError
 from tasks.common.settings import Settings
-from tasks.lake.catalog import CatalogBusy
 from tasks.lake.files import run_logs_root
 from tasks.progress.events import list_runs, runs_of_task
 from tasks.progress.handoff import fingerprint
@@ -87,7 +87,7 @@ class Pages:
                        providers=launcher.providers() if launcher else [], libraries=self.libraries)
         return self.templates.TemplateResponse(request, name, context, status_code=status_code)
 
-    def busy(self, request: Request, exc: CatalogBusy) -> Response:
+    def busy(self, request: Request, exc: TransientError) -> Response:
         return self.render(request, "message.html", 503, title="The lake is busy", message=str(exc.args[0]),
                            refresh=True)
 
@@ -95,14 +95,14 @@ class Pages:
              form: dict | None = None) -> Response:
         try:
             page = home_page(self.settings)
-        except CatalogBusy as exc:
+        except TransientError as exc:
             return self.busy(request, exc)
         return self.render(request, "home.html", status_code, page=page, error=error, form=form or {})
 
     def runs_fragment(self, request: Request) -> Response:
         try:
             page = home_page(self.settings)
-        except CatalogBusy:
+        except TransientError:
             return PlainTextResponse("", status_code=204)  # keep what the page shows
         return self.render(request, "runs_fragment.html", page=page)
 
@@ -194,7 +194,7 @@ class Pages:
         except UnknownTaskPage:
             return self.render(request, "message.html", 404, title="Unknown task",
                                message=f"nothing in the lake names task {task_id}")
-        except CatalogBusy as exc:
+        except TransientError as exc:
             return self.busy(request, exc)
         return self.render(request, "task.html", page=page)
 

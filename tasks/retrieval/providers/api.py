@@ -17,24 +17,24 @@ from typing import Any, ClassVar
 
 import httpx
 
-from tasks.common.settings import Settings, secret_value
+from tasks.common.settings import Settings
 from tasks.common.http import request, request_json
-from tasks.retrieval.providers.base import Hit, Prepared
+from tasks.retrieval.providers.base import Hit, Prepared, ProviderSettings
 from tasks.common.errors import RemoteError
 
 
 class ApiProvider:
     """Base for providers that call a remote API with the shared client.
 
-    Subclasses set `name`, `intents`, `endpoint`, `key_setting` (the Settings
-    field holding the credential or URL; None when none is needed) and
-    `key_required`, and implement `search`.
+    Subclasses set `name`, `intents`, `endpoint`, `settings_class` (their
+    own ProviderSettings, holding the credential or URL; None when none is
+    needed) and `key_required`, and implement `search`.
     """
 
     name: ClassVar[str]
     intents: ClassVar[frozenset[str]]
     endpoint: ClassVar[str]
-    key_setting: ClassVar[str | None] = None
+    settings_class: ClassVar[type[ProviderSettings] | None] = None
     key_required: ClassVar[bool] = True
     reads_intent: ClassVar[bool] = False
     max_concurrency: ClassVar[int] = 64
@@ -45,9 +45,16 @@ class ApiProvider:
     def __init__(self, settings: Settings, client: httpx.Client):
         self.settings = settings
         self.client = client
+        self.config = settings.section(self.settings_class) if self.settings_class else None
 
     @classmethod
-    def problems(cls, settings: Settings) -> list[str]:
+    def configured(cls, settings: Settings) -> bool:
+        return cls.settings_class is not None and bool(settings.section(cls.settings_class).credential)
+
+    @classmethod
+    def preflight(cls, settings: Settings) -> list[str]:
+        if cls.key_required and cls.settings_class and not cls.configured(settings):
+            return [f"{cls.name} needs {cls.settings_class.variable}"]
         return []
 
     def prepare(self) -> Prepared:
@@ -55,17 +62,14 @@ class ApiProvider:
 
     @property
     def key(self) -> str | None:
-        if self.key_setting is None:
-            return None
-        value = getattr(self.settings, self.key_setting)
-        return value if isinstance(value, str) or value is None else secret_value(value)
+        return self.config.credential if self.config else None
 
     def require_key(self) -> str | None:
         """The credential, or not_configured when the API cannot work without it."""
         key = self.key
-        if self.key_required and not key:
+        if self.key_required and self.settings_class and not key:
             raise RemoteError(
-                "not_configured", f"{self.name}: set {self.key_setting.upper()} to use this provider"
+                "not_configured", f"{self.name}: set {self.settings_class.variable} to use this provider"
             )
         return key
 

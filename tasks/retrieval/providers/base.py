@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import ClassVar, Protocol
 
+from tasks.common.settings import SettingsSection
+
 INTENTS = ("academic", "news", "web", "library")
 
 
@@ -47,14 +49,26 @@ class Prepared:
     skipped: list[tuple[str, str]] = field(default_factory=list)
 
 
+class ProviderSettings(SettingsSection):
+    """A provider's own settings, declared beside its code: the key or URL
+    it is called with, read under its usual environment variable."""
+
+    variable: ClassVar[str]  # the environment variable that sets the credential, as messages name it
+
+    @property
+    def credential(self) -> str | None:
+        """The key or URL, when set."""
+        raise NotImplementedError
+
+
 class Provider(Protocol):
     """Everything the flow reads about a provider is declared here."""
 
     name: ClassVar[str]
     intents: ClassVar[frozenset[str]]  # the intents it answers well
     endpoint: ClassVar[str]  # shown as the URL of a failed call's item
-    key_setting: ClassVar[str | None]  # the Settings field holding its key or URL, if any
-    key_required: ClassVar[bool]  # whether a run must refuse to start without that setting
+    settings_class: ClassVar[type[ProviderSettings] | None]  # its own settings (key or URL), if any
+    key_required: ClassVar[bool]  # whether a run must refuse to start without its key or URL
     reads_intent: ClassVar[bool]  # whether the intent changes its answer (else one search per text)
     max_concurrency: ClassVar[int]  # calls in flight at once, at most
     min_interval_seconds: ClassVar[float]  # pause after each call, holding its slot (a provider's terms)
@@ -64,7 +78,10 @@ class Provider(Protocol):
     def __init__(self, settings, client) -> None: ...
 
     @classmethod
-    def problems(cls, settings) -> list[str]: ...  # what a run would miss besides its key, checked at pre-flight
+    def configured(cls, settings) -> bool: ...  # used when no provider is named: its key or URL is set
+
+    @classmethod
+    def preflight(cls, settings) -> list[str]: ...  # what a run would miss (its key, ...), said before it starts
 
     def prepare(self) -> Prepared: ...
 

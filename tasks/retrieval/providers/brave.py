@@ -7,7 +7,10 @@ Descriptions carry `<strong>` highlighting (text_decorations defaults on);
 
 from __future__ import annotations
 
-from tasks.retrieval.providers.base import Hit, Query
+from pydantic import AliasChoices, Field, SecretStr
+
+from tasks.common.settings import secret_value
+from tasks.retrieval.providers.base import Hit, ProviderSettings, Query
 from tasks.retrieval.providers.api import (
     ApiProvider,
     as_list,
@@ -24,11 +27,22 @@ from tasks.retrieval.providers.api import (
 MAX_PER_CALL = 20  # documented `count` range for web results: 1-20
 
 
+class BraveSettings(ProviderSettings):
+    brave_api_key: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("BRAVE_API_KEY", "SEARCHLAKE_BRAVE_API_KEY"),
+        description="Enables the brave provider (web, news)")
+    variable = "BRAVE_API_KEY"
+
+    @property
+    def credential(self) -> str | None:
+        return secret_value(self.brave_api_key)
+
+
 class BraveProvider(ApiProvider):
     name = "brave"
     intents = frozenset({"web", "news"})
     endpoint = "https://api.search.brave.com/res/v1/web/search"
-    key_setting = "brave_api_key"
+    settings_class = BraveSettings
 
     def search(self, query: Query, max_results: int) -> list[Hit]:
         key = self.require_key()

@@ -9,7 +9,10 @@ by the best score of the page.
 
 from __future__ import annotations
 
-from tasks.retrieval.providers.base import Hit, Query
+from pydantic import AliasChoices, Field, SecretStr
+
+from tasks.common.settings import secret_value
+from tasks.retrieval.providers.base import Hit, ProviderSettings, Query
 from tasks.retrieval.providers.api import (
     ApiProvider,
     author_names,
@@ -28,11 +31,22 @@ from tasks.retrieval.providers.api import (
 MAX_PER_CALL = 100  # per_page max in the newest docs (older ones said 200)
 
 
+class OpenAlexSettings(ProviderSettings):
+    openalex_api_key: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("OPENALEX_API_KEY", "SEARCHLAKE_OPENALEX_API_KEY"),
+        description="Key for the openalex provider (academic; optional)")
+    variable = "OPENALEX_API_KEY"
+
+    @property
+    def credential(self) -> str | None:
+        return secret_value(self.openalex_api_key)
+
+
 class OpenAlexProvider(ApiProvider):
     name = "openalex"
     intents = frozenset({"academic"})
     endpoint = "https://api.openalex.org/works"
-    key_setting = "openalex_api_key"
+    settings_class = OpenAlexSettings
     key_required = False
 
     def search(self, query: Query, max_results: int) -> list[Hit]:

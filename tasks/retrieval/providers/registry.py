@@ -1,7 +1,8 @@
 """Provider names, which ones are configured, and construction by name.
 
-Adding a provider: one module in this package and one line in `_CLASSES`.
-"library" (the user's local documents, or Python's docs) is always available.
+Adding a provider: one module in this package (its class, and its own
+settings beside it) and one line in `PROVIDERS`. "library" (the user's local
+documents, or Python's docs) is always available.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import httpx
+from pydantic_settings import BaseSettings
 
 from tasks.common.settings import Settings
 from tasks.retrieval.providers.arxiv import ArxivProvider
@@ -21,33 +23,37 @@ from tasks.retrieval.providers.semanticscholar import SemanticScholarProvider
 from tasks.retrieval.providers.tavily import TavilyProvider
 from tasks.retrieval.providers.thenewsapi import TheNewsApiProvider
 
-PROVIDER_NAMES = ("library", "tavily", "brave", "searxng", "openalex", "semanticscholar", "arxiv", "thenewsapi")
-
-_CLASSES: dict[str, type[Provider]] = {
-    cls.name: cls
-    for cls in (
-        LibraryProvider,
-        TavilyProvider,
-        BraveProvider,
-        SearxngProvider,
-        OpenAlexProvider,
-        SemanticScholarProvider,
-        ArxivProvider,
-        TheNewsApiProvider,
-    )
-}
+# The providers, in the order runs use and pages list them.
+PROVIDERS: tuple[type[Provider], ...] = (
+    LibraryProvider,
+    TavilyProvider,
+    BraveProvider,
+    SearxngProvider,
+    OpenAlexProvider,
+    SemanticScholarProvider,
+    ArxivProvider,
+    TheNewsApiProvider,
+)
+PROVIDER_NAMES = tuple(cls.name for cls in PROVIDERS)
+_CLASSES: dict[str, type[Provider]] = {cls.name: cls for cls in PROVIDERS}
 
 
 def configured_names(settings: Settings) -> list[str]:
     """Providers to use when none are named: the library, plus every API whose
     key or URL is set. arXiv needs no key, so it runs only when named (its
     terms ask for one request per 3 s, too slow to add silently)."""
-    names = ["library"]
-    for name in PROVIDER_NAMES[1:]:
-        setting = _CLASSES[name].key_setting
-        if setting and getattr(settings, setting):
-            names.append(name)
-    return names
+    return [cls.name for cls in PROVIDERS if cls.configured(settings)]
+
+
+def documented_settings() -> list[type[BaseSettings]]:
+    """Every settings class a user may set: searchlake's own, then each
+    provider's (the documentation lists each one's variables)."""
+    return [Settings, *(cls.settings_class for cls in PROVIDERS if cls.settings_class is not None)]
+
+
+def provider_settings_classes() -> list[type[BaseSettings]]:
+    """The providers' own settings classes."""
+    return documented_settings()[1:]
 
 
 def validate_names(names: Iterable[str]) -> list[str]:

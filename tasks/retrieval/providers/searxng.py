@@ -10,9 +10,11 @@ There is no result-count parameter: one page is fetched and cut.
 
 from __future__ import annotations
 
+from pydantic import AliasChoices, Field
+
 from tasks.common.http import endpoint_url, safe_url
 from tasks.common.settings import Settings
-from tasks.retrieval.providers.base import Hit, Query
+from tasks.retrieval.providers.base import Hit, ProviderSettings, Query
 from tasks.common.errors import RemoteError
 from tasks.retrieval.providers.api import (
     ApiProvider,
@@ -30,6 +32,18 @@ from tasks.retrieval.providers.api import (
 CATEGORY_BY_INTENT = {"news": "news", "academic": "science"}
 
 
+class SearxngSettings(ProviderSettings):
+    searxng_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("SEARXNG_URL", "SEARCHLAKE_SEARXNG_URL"),
+        description="Your SearXNG instance (JSON format enabled); enables the searxng provider (web, news)")
+    variable = "SEARXNG_URL"
+    url_fields = ("searxng_url",)  # it may carry credentials (user:password@, ?token=)
+
+    @property
+    def credential(self) -> str | None:
+        return self.searxng_url
+
+
 class SearxngProvider(ApiProvider):
     name = "searxng"
     intents = frozenset({"web", "news"})
@@ -37,16 +51,16 @@ class SearxngProvider(ApiProvider):
     # Replaced per instance by the configured URL; until then a reserved
     # (.invalid, RFC 2606) name, still a valid URL for a failed item.
     endpoint = "https://searxng.invalid/search"
-    key_setting = "searxng_url"
+    settings_class = SearxngSettings
 
     def __init__(self, settings: Settings, client):
         super().__init__(settings, client)
         self.search_url = None
-        if settings.searxng_url:
+        if self.key:
             # The configured URL may carry credentials (user:password@,
             # ?token=): they go with the request, while `endpoint`, which
             # failed items and messages show, is the instance without them.
-            self.search_url = endpoint_url(settings.searxng_url, "search")
+            self.search_url = endpoint_url(self.key, "search")
             self.endpoint = safe_url(self.search_url)
 
     def search(self, query: Query, max_results: int) -> list[Hit]:

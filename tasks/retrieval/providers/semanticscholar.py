@@ -7,7 +7,10 @@ relevance score. With no match the API may leave out `data` entirely.
 
 from __future__ import annotations
 
-from tasks.retrieval.providers.base import Hit, Query
+from pydantic import AliasChoices, Field, SecretStr
+
+from tasks.common.settings import secret_value
+from tasks.retrieval.providers.base import Hit, ProviderSettings, Query
 from tasks.retrieval.providers.api import (
     ApiProvider,
     author_names,
@@ -26,11 +29,22 @@ MAX_PER_CALL = 100  # documented `limit` max
 FIELDS = "title,url,abstract,year,publicationDate,venue,authors,citationCount,externalIds,openAccessPdf,tldr"
 
 
+class SemanticScholarSettings(ProviderSettings):
+    semantic_scholar_api_key: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("SEMANTIC_SCHOLAR_API_KEY", "SEARCHLAKE_SEMANTIC_SCHOLAR_API_KEY"),
+        description="Key for the semanticscholar provider (academic; optional)")
+    variable = "SEMANTIC_SCHOLAR_API_KEY"
+
+    @property
+    def credential(self) -> str | None:
+        return secret_value(self.semantic_scholar_api_key)
+
+
 class SemanticScholarProvider(ApiProvider):
     name = "semanticscholar"
     intents = frozenset({"academic"})
     endpoint = "https://api.semanticscholar.org/graph/v1/paper/search"
-    key_setting = "semantic_scholar_api_key"
+    settings_class = SemanticScholarSettings
     key_required = False  # keyless calls share a small public pool
 
     def search(self, query: Query, max_results: int) -> list[Hit]:

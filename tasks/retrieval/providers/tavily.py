@@ -6,7 +6,10 @@ Tavily returns a relevance `score` in [0, 1] and, for topic "news", a
 
 from __future__ import annotations
 
-from tasks.retrieval.providers.base import Hit, Query
+from pydantic import AliasChoices, Field, SecretStr
+
+from tasks.common.settings import secret_value
+from tasks.retrieval.providers.base import Hit, ProviderSettings, Query
 from tasks.retrieval.providers.api import (
     ApiProvider,
     dict_items,
@@ -21,12 +24,23 @@ from tasks.retrieval.providers.api import (
 MAX_PER_CALL = 20  # documented range of max_results: 0-20
 
 
+class TavilySettings(ProviderSettings):
+    tavily_api_key: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("TAVILY_API_KEY", "SEARCHLAKE_TAVILY_API_KEY"),
+        description="Enables the tavily provider (web, news)")
+    variable = "TAVILY_API_KEY"
+
+    @property
+    def credential(self) -> str | None:
+        return secret_value(self.tavily_api_key)
+
+
 class TavilyProvider(ApiProvider):
     name = "tavily"
     intents = frozenset({"web", "news"})
     reads_intent = True  # the request differs by intent (news vs general)
     endpoint = "https://api.tavily.com/search"
-    key_setting = "tavily_api_key"
+    settings_class = TavilySettings
 
     def search(self, query: Query, max_results: int) -> list[Hit]:
         key = self.require_key()

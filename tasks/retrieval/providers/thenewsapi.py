@@ -7,9 +7,12 @@ it is kept in `extra` rather than passed off as a [0, 1] score.
 
 from __future__ import annotations
 
+from pydantic import AliasChoices, Field, SecretStr
+
 import re
 
-from tasks.retrieval.providers.base import Hit, Query
+from tasks.common.settings import secret_value
+from tasks.retrieval.providers.base import Hit, ProviderSettings, Query
 from tasks.retrieval.providers.api import (
     ApiProvider,
     as_list,
@@ -26,11 +29,22 @@ from tasks.retrieval.providers.api import (
 MAX_PER_CALL = 100  # no documented maximum; plans cap far lower
 
 
+class TheNewsApiSettings(ProviderSettings):
+    thenewsapi_token: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("THENEWSAPI_TOKEN", "SEARCHLAKE_THENEWSAPI_TOKEN"),
+        description="Enables the thenewsapi provider (news)")
+    variable = "THENEWSAPI_TOKEN"
+
+    @property
+    def credential(self) -> str | None:
+        return secret_value(self.thenewsapi_token)
+
+
 class TheNewsApiProvider(ApiProvider):
     name = "thenewsapi"
     intents = frozenset({"news"})
     endpoint = "https://api.thenewsapi.com/v1/news/all"
-    key_setting = "thenewsapi_token"
+    settings_class = TheNewsApiSettings
 
     def search(self, query: Query, max_results: int) -> list[Hit]:
         token = self.require_key()

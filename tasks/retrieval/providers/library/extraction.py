@@ -11,8 +11,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from tasks.common.errors import UserError
 
-class SkipFile(Exception):
+
+class SkipFile(UserError):
     """This file cannot be indexed; the message is the reason."""
 
 

@@ -67,7 +67,7 @@ class LibraryProvider:
     # documents (a query of an intent no enabled provider serves still comes here)
     intents: ClassVar[frozenset[str]] = frozenset({"library"})
     endpoint: ClassVar[str] = "file://library"
-    key_setting: ClassVar[str | None] = None
+    settings_class: ClassVar[None] = None  # SEARCHLAKE_LIBRARY is one of searchlake's own settings
     key_required: ClassVar[bool] = False
     reads_intent: ClassVar[bool] = False
     max_concurrency: ClassVar[int] = 64
@@ -81,7 +81,11 @@ class LibraryProvider:
         self.corpus = corpus_for(settings)
 
     @classmethod
-    def problems(cls, settings: Settings) -> list[str]:
+    def configured(cls, settings: Settings) -> bool:
+        return True  # the user's documents, or Python's docs
+
+    @classmethod
+    def preflight(cls, settings: Settings) -> list[str]:
         """A configured library folder that is not there."""
         try:
             corpus_for(settings)
