@@ -8,7 +8,7 @@ Prefect engine, Prefect's temporary server):
   and deleted at random. Each round's recorded `source_added`,
   `source_dropped` and `content_changed` URLs must equal the files added,
   deleted and edited.
-- web: a SearXNG on 127.0.0.1 (its documented JSON shape, spec/providers.md)
+- web: a SearXNG on 127.0.0.1 replaying the JSON shape of its search API (docs/relevance.md)
   whose results change between rounds: results appear, disappear and get a
   new snippet. The same three kinds must equal what the server changed.
 
