@@ -192,7 +192,7 @@ def changes(
 ) -> None:
     """What changed in a watched topic, round by round (the `changes` view)."""
     from tasks.lake.catalog import open_catalog
-    from tasks.lake.watches import topic_changes
+    from tasks.lake.watches import UnknownWatch, topic_changes, topic_known
     from schemas.watch import topic_of
     from tasks.reporting.changes import change_line
     from flows.cli.tables import clipped
@@ -200,6 +200,8 @@ def changes(
     with open_catalog(settings(), "changes", read_only=True) as catalog:
         # a watch's name (a removed watch's too: its rounds stay), or its topic
         found = topic_changes(catalog, topic_of(topic), moment) or topic_changes(catalog, topic, moment)
+        if not found and not topic_known(catalog, topic, topic_of(topic)):
+            raise UnknownWatch(f"no watch or topic named {topic!r} (searchlake watch list shows the watches)")
     if not found:
         err.print(f"no changes recorded for {topic!r}" + (f" since {since}" if since else "")
                   + " (a watch's first round has nothing to compare with)", markup=False, highlight=False)

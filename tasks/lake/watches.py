@@ -117,6 +117,12 @@ def fail_round(catalog: Catalog, topic: str, number: int, error: str) -> None:
                         action="watch round", detail=f"round {number} failed", task_id=topic)
 
 
+def topic_known(catalog: Catalog, name: str, topic: str) -> bool:
+    """A watch of that name, or a topic with rounds (a removed watch's stay)."""
+    return bool(catalog.rows("watch_get", [name])) or any(
+        catalog.rows("watch_round_next", [t])[0][0] > 1 for t in (topic, name))
+
+
 def round_changes(catalog: Catalog, topic: str, number: int) -> list[Change]:
     return [Change(*row) for row in catalog.rows("watch_round_changes", [topic, number])]
 

@@ -75,6 +75,8 @@ def test_library_rounds_record_what_was_done_to_the_folder(prefect_engine, setti
     assert lines[-1].strip() == "answer unchanged"
     later = cli.run("changes", "--topic", "watch-notes", "--since", "1d")
     assert later.stdout == printed.stdout
+    none_since = cli.run("changes", "--topic", "notes", "--since", "2099-01-01")  # a known topic: not an error
+    assert none_since.returncode == 0 and "no changes recorded for 'notes' since 2099-01-01" in none_since.stderr
 
 
 def watch_events(name: str, watch: str, rounds: list[int], wait: float = 60.0) -> list:
@@ -200,8 +202,9 @@ def test_bad_input_is_one_line_and_a_failure(cli, args, said):
     assert done.returncode != 0 and error_lines(done.stderr) == [said], done.stderr
 
 
-def test_without_watches_list_and_changes_say_so(cli):
+def test_without_watches_list_says_so_and_changes_names_the_unknown_topic(cli):
     listed = cli.run("watch", "list")
     assert listed.returncode == 0 and "no watch yet" in listed.stderr
     changes = cli.run("changes", "--topic", "notes")
-    assert changes.returncode == 0 and "no changes recorded for 'notes'" in changes.stderr
+    assert changes.returncode == 2 and error_lines(changes.stderr) == [
+        "error: no watch or topic named 'notes' (searchlake watch list shows the watches)"], changes.stderr
