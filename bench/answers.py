@@ -17,8 +17,9 @@ In one run per set, offline (library only), in a fresh SEARCHLAKE_HOME:
   character bigrams (bm25s again, the usual baseline for Chinese);
 - for each research run's report: nugget recall (a nugget counts when one of
   its match strings occurs in the answer a reader reads: the insights and
-  key data points, compared after NFKC, case folding and collapsing
-  whitespace — none at all around CJK text), complete answers (every nugget
+  key data points, compared after NFKC, case folding, reading table cell
+  borders as spaces and collapsing whitespace — none at all around CJK
+  text), complete answers (every nugget
   of the question), the first insight citing a relevant page, honest gaps
   (uncovered questions whose report says the sources do not answer it, or
   may not: the passages quoted only touch it), false gaps (covered
@@ -61,9 +62,10 @@ _CJK = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\u3000-\u303f\uff00-\uffef]")
 # -- matching nuggets ---------------------------------------------------------------
 
 def normal(text: str) -> str:
-    """NFKC, case-folded, whitespace collapsed, and none beside CJK characters
-    or full-width punctuation (Chinese copies add and drop such spaces)."""
-    text = " ".join(unicodedata.normalize("NFKC", text or "").casefold().split())
+    """NFKC, case-folded, table cell borders read as spaces, whitespace
+    collapsed, and none beside CJK characters or full-width punctuation
+    (Chinese copies add and drop such spaces)."""
+    text = " ".join(unicodedata.normalize("NFKC", text or "").casefold().replace("|", " ").split())
     return re.sub(r"\s+(?=[\u3400-\u9fff])|(?<=[\u3400-\u9fff])\s+", "", text)
 
 

@@ -1,6 +1,7 @@
-"""The candidates for quotes: every sentence and list item of the sources'
-stored text, in the structure it sits in (paragraph, list, section under a
-heading, the source's title), and the quote a chosen sentence grows into.
+"""The candidates for quotes: every sentence, list item and table row of the
+sources' stored text, in the structure it sits in (paragraph, list, table
+with its header row, section under a heading, the source's title), and the
+quote a chosen sentence grows into.
 
 A candidate is never a title, a heading, a FAQ's question or code; code is
 quoted only after a sentence that introduces it ("set it as follows:").
@@ -14,7 +15,7 @@ from functools import cached_property
 
 from tasks.common.text import CJK_RUN, normalize, terms
 from tasks.synthesis.base import Source
-from tasks.synthesis.passages import block_spans, clip, fold, has_cjk, sentence_spans, weight_len
+from tasks.synthesis.passages import block_spans, clip, fold, has_cjk, sentence_spans, table_rows, weight_len
 
 QUOTE_CHARS = 400
 SENTENCES_PER_SOURCE = 400
@@ -37,6 +38,8 @@ _PRONOUN_START = re.compile(r"^(?:it|this|that|these|those|they|he|she|such|then
                             re.IGNORECASE)
 # one that names something said before it ("… none of these bacteria, which is why …")
 _REFERS_BACK = re.compile(r"\b(?:these|those|such)\s+\w|\bwhich is why\b|这些|这种|上述", re.IGNORECASE)
+_CELL_BORDER = re.compile(r"(?<!\\)\|")  # "\|" is a bar inside a cell
+_RULE_CELL = re.compile(r"^\s*:?-{3,}:?\s*$")
 
 
 @dataclass
@@ -51,6 +54,8 @@ class Sentence:
     short_block: bool = False  # its block is a list item or a line, not a paragraph of prose
     short_section: bool = False  # its section is a few lines, one unit of meaning
     statement: bool = True     # a sentence to quote as evidence; else a line of code it may introduce
+    row: bool = False          # a table row (its cells, without the outer bars)
+    columns: str = ""          # the header row of its table, when it has one
 
     @property
     def text(self) -> str:
@@ -125,8 +130,19 @@ class Window:
         after = self.sentences[self.last + 1] if self.last + 1 < len(self.sentences) else None
         around = [s.text for s in (before, after) if s is not None and
                   (continues(s, self.lead) if s is before else continues(self.members[-1], s))]
-        text = " ".join([self.source.title, self.lead.heading, *around])
+        if self.lead.row:
+            around = [intro.text for intro in [self._table_intro()] if intro is not None]
+        text = " ".join([self.source.title, self.lead.heading, self.lead.columns, *around])
         return frozenset(terms(text)), normalize(text)
+
+    def _table_intro(self) -> Sentence | None:
+        """The sentence right above the table a row is in, in its section ("What I aim for in the tank.")."""
+        k = self.first
+        while k > 0 and self.sentences[k - 1].row and self.sentences[k - 1].section == self.lead.section:
+            k -= 1
+        intro = self.sentences[k - 1] if k > 0 else None
+        return intro if intro is not None and intro.source is self.source and intro.section == self.lead.section \
+            and not intro.row else None
 
     @cached_property
     def words(self) -> list[str]:
@@ -139,11 +155,21 @@ def candidates(sources: list[Source]) -> list[Sentence]:
     block_no = section = 0
     for source in sources:
         text, title = source.text, fold(source.title)
-        heading = ""
+        heading = columns = ""
         section += 1
-        for start, end in block_spans(text):
+        spans, rows = block_spans(text), table_rows(text)
+        for k, (start, end) in enumerate(spans):
             block_no += 1
             block = text[start:end]
+            if _line_start(text, start) in rows:
+                if _is_rule(block):
+                    continue
+                if k + 1 < len(spans) and _is_rule(text[slice(*spans[k + 1])]):
+                    columns = _inner(block)  # the header row, above its rule
+                    continue
+                sentences.extend(_row(source, start, end, block_no, section, heading, columns))
+                continue
+            columns = ""
             if _is_heading(block):
                 heading, section = block.strip("#*=-~^ \t"), section + 1
                 continue
@@ -161,6 +187,37 @@ def candidates(sources: list[Source]) -> list[Sentence]:
                                               statement=statement))
     _mark_short_sections(sentences)
     return sentences
+
+
+def _row(source: Source, start: int, end: int, block: int, section: int, heading: str,
+         columns: str) -> list[Sentence]:
+    """A table row as a candidate: its cells, quoted without the outer bars."""
+    text = source.text
+    s, e = start + 1, end - 1
+    while s < e and text[s].isspace():
+        s += 1
+    while e > s and text[e - 1].isspace():
+        e -= 1
+    cells = [c for c in _CELL_BORDER.split(text[s:e]) if c.strip()]
+    flat = " ".join(text[s:e].split())
+    if len(cells) < 2 or weight_len(flat) < 8 or not any(ch.isalpha() for ch in flat):
+        return []
+    return [Sentence(source, s, s + len(clip(text[s:e], QUOTE_CHARS)), e, block, section, heading,
+                     short_block=True, row=True, columns=columns)]
+
+
+def _line_start(text: str, at: int) -> int:
+    return text.rfind("\n", 0, at) + 1
+
+
+def _inner(row: str) -> str:
+    return " ".join(row.strip()[1:-1].split())
+
+
+def _is_rule(row: str) -> bool:
+    """The line under a table's header row: "| --- | :-: |"."""
+    cells = _CELL_BORDER.split(row.strip()[1:-1])
+    return all(_RULE_CELL.match(c) for c in cells)
 
 
 def _mark_short_sections(sentences: list[Sentence]) -> None:
@@ -192,7 +249,13 @@ def quote_from(window: Window, taken: set[int], related: set[int], limit: int) -
         first -= 1
     while last + 1 < len(sentences) and last + 1 not in taken and sentences[last + 1].end - sentences[first].start <= limit:
         a, b = sentences[last], sentences[last + 1]
-        if not b.statement:
+        if a.row or b.row:
+            # a table's rows answer one by one: a quote takes the next row, or the table after
+            # the sentence that introduces it, only when that row speaks to the question
+            if not (last + 1 in related and b.row and a.source is b.source and a.section == b.section
+                    and (a.row or _INTRODUCES.search(a.text))):
+                break
+        elif not b.statement:
             # code right after the paragraph a sentence ends is what it speaks of ("… 可以使用命令行关闭系统。" + "# shutdown -h now")
             if not (a.source is b.source and a.section == b.section and (
                     not a.statement or _INTRODUCES.search(a.text) or b.block == a.block + 1)):
@@ -208,7 +271,7 @@ def continues(a: Sentence, b: Sentence) -> bool:
     """Whether a quote ending with sentence a may go on with sentence b: the
     next sentence of a paragraph, the next item of a list, the rest of a
     short section — not another paragraph of a long text."""
-    return a.source is b.source and (a.block == b.block or (a.section == b.section and (
+    return a.source is b.source and not (a.row or b.row) and (a.block == b.block or (a.section == b.section and (
         a.short_section or (a.short_block and b.short_block))))
 
 
@@ -243,5 +306,5 @@ def quotable(sentence: str) -> bool:
 
 def dangling(window: Window) -> bool:
     before = window.sentences[window.first - 1] if window.first else None
-    return bool(before is not None and before.block == window.lead.block and (
+    return bool(before is not None and not window.lead.row and before.block == window.lead.block and (
         _PRONOUN_START.match(window.lead.text) or _REFERS_BACK.search(window.lead.text)))

@@ -27,9 +27,11 @@ For each part of the question (tasks/synthesis/question.py) a sentence gets:
 - the source's place in the task's ranking (retrieval judged the whole page).
 
 A window's support for a part is its coverage, helped a little by the answer
-type and the dense similarity. From `ELIGIBLE` on it is evidence; a part
-whose best support stays below `SURE` is only touched by the sources, which
-the report says; a part with no evidence at all is a gap.
+type and the dense similarity; for a part that asks for a measure, a window
+without one stays below `SURE` (it touches the part, it does not answer
+it). From `ELIGIBLE` on it is evidence; a part whose best support stays
+below `SURE` is only touched by the sources, which the report says; a part
+with no evidence at all is a gap.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ MEANING_CREDIT = 0.6   # a word only matched by meaning, at most
 MEANING_FLOOR, MEANING_FULL = 0.25, 0.6  # word cosines: below the floor no credit, from FULL on all of it
 ELIGIBLE = 0.3         # evidence: support at least this ...
 SURE = 0.6             # support from which a part counts as answered, not only touched
+UNTYPED_MEASURE_SUPPORT = SURE - 0.01  # at most, for evidence without the measure a part asks for
 TYPE_WEIGHT = 0.2
 DENSE_WEIGHT = 0.3
 DENSE_SAY = 0.15       # what the dense similarity adds towards ELIGIBLE
@@ -150,6 +153,8 @@ def score(question: Question, found: list[Window]) -> Scores:
                           for w in found], dtype=float)
         measure = part.answer in MEASURES
         support = coverage + TYPE_WEIGHT * typed * measure + DENSE_SAY * dense
+        if measure:  # a part that asks for a measure is answered clearly only by evidence that gives one
+            support = np.where(typed > 0, support, np.minimum(support, UNTYPED_MEASURE_SUPPORT))
         eligible = support >= ELIGIBLE
         relevance = (coverage + LEXICAL_WEIGHT * _lexical(index, part) + DENSE_WEIGHT * dense
                      + TYPE_WEIGHT * typed + prior + HEADING_WEIGHT * _heading_share(part, found, idf))

@@ -145,6 +145,8 @@ def _insight(finding: _Finding, label: str | None, lab: dict[str, str]) -> Insig
     text = (lab["says_many"].format(domain=window.source.domain, others=others, count=others + 1, quote=quote,
                                     sources="source" if others == 1 else "sources") if others
             else lab["says_one"].format(domain=window.source.domain, quote=quote))
+    if window.lead.row and window.lead.columns:
+        text += lab["row_columns"].format(columns=window.lead.columns)
     citations = [w.source.cite(w.start, w.end) for w in [window, *finding.members]]
     return Insight(text=text, dimension=label, citations=citations)
 

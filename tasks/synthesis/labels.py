@@ -12,6 +12,7 @@ LABELS: dict[str, dict[str, str]] = {
         "gap_part": "The sources do not answer this part of the question: “{part}”.",
         "says_one": "{domain} reports: “{quote}”",
         "says_many": "{domain} and {others} other {sources} report: “{quote}”",
+        "row_columns": " (a table row; its columns: {columns})",
         "contradiction": "Sources may disagree on “{measure}”: {values}.",
         "no_answer": "The sources found do not answer this question: no passage in them speaks to what it asks, "
                      "so nothing is quoted.",
@@ -49,6 +50,7 @@ LABELS: dict[str, dict[str, str]] = {
         "gap_part": "来源没有回答问题的这一部分：“{part}”。",
         "says_one": "{domain} 指出：“{quote}”",
         "says_many": "{domain} 等 {count} 个来源指出：“{quote}”",
+        "row_columns": "（表格的一行，各列为：{columns}）",
         "contradiction": "各来源在“{measure}”上可能存在分歧：{values}。",
         "no_answer": "找到的来源没有回答这个问题：没有哪一段讲到它问的内容，因此不作引用。",
         "no_answer_partly": "找到的来源可能没有回答这个问题：没有哪一段明确讲到它问的内容，下面引用的段落只是与之相关。",

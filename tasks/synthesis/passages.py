@@ -40,6 +40,8 @@ _SENTENCE_END = re.compile(r"[.!?][\"'\u201d\u2019)\]]*(?=\s)|[\u3002\uff01\uff1
 _LINE = re.compile(r"[^\n]+")
 _LINE_END = tuple(".!?;:\u3002\uff01\uff1f\uff1b\uff1a")
 _CLAUSE_END = tuple(",\uff0c\u3001")  # a line ending mid-clause goes on on the next
+_TABLE_LINE = re.compile(r"^[ \t]*\|.*\|[ \t]*$", re.MULTILINE)
+_GRID_BORDER = re.compile(r"^[ \t]*\+[-=+:]+\+[ \t]*$")
 _ENUMERATOR = re.compile(r"^\(?(?:\d{1,3}|[a-z]|[ivx]{1,4})[.)]$", re.I)
 
 
@@ -72,23 +74,52 @@ def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
+def table_rows(text: str) -> set[int]:
+    """Where each row of a Markdown table starts (the library stores HTML
+    tables so too): a line "| … |" of a run of such lines. A run under or
+    over a "+---+" border is a grid table (reStructuredText), whose cells
+    span lines: its lines are no rows."""
+    rows: set[int] = set()
+    run: list[int] = []
+    bordered = False
+    at = 0
+    for line in text.split("\n"):
+        start, at = at, at + len(line) + 1
+        if _TABLE_LINE.match(line):
+            run.append(start)
+            continue
+        if line.strip() or run:
+            grid = bordered or bool(_GRID_BORDER.match(line))
+            if run and not grid:
+                rows.update(run)
+            run = []
+            bordered = bool(_GRID_BORDER.match(line))
+    if run and not bordered:
+        rows.update(run)
+    return rows
+
+
 def block_spans(text: str) -> list[tuple[int, int]]:
     """Paragraphs, with hard-wrapped lines kept together: a line continues on
     the next when it does not end a sentence and either is long (a wrap; a
     CJK character counts twice), ends mid-clause (a comma), runs Chinese on
     into Chinese past a heading's length, or the next starts in lower case;
-    short unpunctuated lines (headings, list items) stay on their own, and a
-    blank line always ends a paragraph."""
+    short unpunctuated lines (headings, list items) stay on their own, a
+    table row is a block of its own, and a blank line always ends a
+    paragraph."""
     blocks: list[tuple[int, int]] = []
     start = end = -1
     last_line = ""
+    rows = table_rows(text)
+    last_row = False
     for match in _LINE.finditer(text):
         line = match.group().strip()
         if not line:
             continue
         line_start, line_end = _trimmed(text, match.start(), match.end())
         blank_before = start >= 0 and text.count("\n", end, line_start) >= 2
-        joins = (start >= 0 and not blank_before and not last_line.endswith(_LINE_END)
+        row = match.start() in rows
+        joins = (start >= 0 and not blank_before and not last_line.endswith(_LINE_END) and not (row or last_row)
                  and (weight_len(last_line) >= 50 or line[:1].islower() or last_line.endswith(_CLAUSE_END)
                       or (weight_len(last_line) >= 24 and has_cjk(last_line[-1:]) and has_cjk(line[:1]))))
         if joins:
@@ -97,7 +128,7 @@ def block_spans(text: str) -> list[tuple[int, int]]:
             if start >= 0:
                 blocks.append((start, end))
             start, end = line_start, line_end
-        last_line = line
+        last_line, last_row = line, row
     if start >= 0:
         blocks.append((start, end))
     return blocks

@@ -348,3 +348,17 @@ def test_wrapped_chinese_in_html_runs_on_and_preformatted_text_keeps_its_lines()
     assert text.split("\n\n") == ["在命令行输入Ctrl-D，即可关闭 shell 活动。或者，你也可以键入 ”exit\" 退出命令行。"
                                   "这个多用户环境是伟大的 Unix 的特性，很容易上瘾。",
                                   "$ script\n做些操作\n按 Ctrl-D 退出", "one", "two"]
+
+
+def test_an_html_data_table_is_stored_as_rows_and_a_layout_table_as_text():
+    """A row's cells stay on one line, under the header row, so a quote of
+    the row says which value belongs to what; a note box laid out as a
+    table is read as its text."""
+    page = ("<html><body><p>What I aim for.</p><table><tr><th>Parameter</th><th>Target</th></tr>"
+            "<tr><td>Temperature</td><td>24-26 &deg;C</td></tr><tr><td>Pipe</td><td><code>a|b</code></td></tr>"
+            "</table><table><tr><td><img alt='Note'/></td><th>Note</th></tr><tr><td colspan='2'><p>Back up "
+            "first.</p></td></tr></table></body></html>")
+    text = extract("html", page.encode(), "water.html").text
+    assert text.split("\n\n") == ["What I aim for.",
+                                  "| Parameter | Target |\n| --- | --- |\n| Temperature | 24-26 °C |\n| Pipe | a\\|b |",
+                                  "Note", "Back up first."]

@@ -223,3 +223,37 @@ def test_a_sentence_naming_what_came_before_is_quoted_with_it():
     result = extractive_synthesis([source(1, "file:///notes/nitrate.md", "Nitrate too high", nitrate)],
                                   "Nitrate is at 80. What water change brings it down?")
     assert any("shock the fish. Instead: a 50% change" in q for q in quotes(result))
+
+
+WATER_PAGE = (
+    "Target water parameters\n\nWhat I aim for in the tropical community tank.\n\n"
+    "| Parameter | Target | Worry if |\n| --- | --- | --- |\n"
+    "| Temperature | 24-26 °C | below 22 or above 28 °C |\n"
+    "| pH | 6.8-7.6 | it moves more than 0.3 in a day |\n"
+    "| Nitrate | under 20 ppm | above 40 ppm |\n\n"
+    "Stable parameters matter more than hitting an exact number; the temperature of the tank itself is set "
+    "on the heater.\n"
+)
+
+
+def test_a_table_row_that_answers_is_quoted_with_its_columns_never_the_header():
+    """Tables hold the figures people ask for; a row is quoted whole (its
+    cells, verbatim, not running on into the next rows), and the header row
+    says what the cells are and is never quoted itself."""
+    result = extractive_synthesis([source(1, "file:///notes/water.md", "Target water parameters", WATER_PAGE)],
+                                  "What temperature should the tropical tank be kept at?")
+    row = next(i for i in result.synthesized_insights if i.citations[0].quote.startswith("Temperature"))
+    assert row.citations[0].quote == "Temperature | 24-26 °C | below 22 or above 28 °C"
+    assert row.text.endswith("(a table row; its columns: Parameter | Target | Worry if)")
+    assert not [q for q in quotes(result) if "Parameter | Target" in q]
+
+
+def test_chinese_table_rows_answer_a_chinese_question():
+    page = ("表 5.6. 最佳 MTU 值的基本指引方法\n\n| 网络环境 | MTU | 基本原理 |\n| --- | --- | --- |\n"
+            "| 拨号连接(IP: PPP) | 576 | 标准的 |\n| 以太网连接 (IP: DHCP 或固定) | 1500 | 默认标准值 |\n\n"
+            "除了这些基本的指引方法外，你还应当知道下面的信息。\n")
+    result = extractive_synthesis([source(1, "file:///doc/ch05.html", "第 5 章 网络设置", page)],
+                                  "以太网的 MTU 一般设多少？")
+    said = " ".join(quotes(result))
+    assert "以太网连接 (IP: DHCP 或固定) | 1500 | 默认标准值" in said
+    assert "各列为：网络环境 | MTU | 基本原理" in result.synthesized_insights[0].text

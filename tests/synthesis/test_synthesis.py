@@ -19,7 +19,7 @@ from tasks.lake.consolidation import consolidate
 from tasks.synthesis.extractive import extractive_synthesis
 from tasks.lake.landing import land_files
 from tasks.common.llm import LLMError
-from tasks.synthesis.passages import comparable, figures, locate, sentence_spans
+from tasks.synthesis.passages import block_spans, comparable, figures, locate, sentence_spans, table_rows
 from tasks.reporting.report import read_synthesis_input
 from tasks.synthesis.synthesizer import synthesize, synthesize_material
 from tasks.synthesis.base import Source, finish
@@ -376,3 +376,17 @@ def test_a_chinese_question_finds_the_answer_worded_otherwise_and_quotes_the_com
     assert "shutdown -h now" in quoted and "poweroff -i -f" in quoted
     assert not [g for g in result.contradictions_or_gaps if g.kind == "gap"]
     assert "Ctrl-D" not in " ".join(c.quote for c in result.all_citations()[:2])
+
+
+def test_markdown_table_rows_are_blocks_and_grid_table_lines_are_not_rows():
+    """A long Markdown row is not a wrapped line to join with the next; a
+    reStructuredText grid table's cells span lines, so its lines are no rows."""
+    markdown = ("| Sinking wafers (for the corydoras, at the back) | every other evening, after lights out |\n"
+                "| Frozen bloodworms or daphnia | twice a week |\n")
+    assert [markdown[s:e] for s, e in block_spans(markdown)] == markdown.strip().split("\n")
+    assert len(table_rows(markdown)) == 2
+    grid = ("+----------+-------------------------------------------------------+\n"
+            "| \"s[i:j]\" | slice of *s* from *i* to *j*, a longer cell that runs |\n"
+            "|          | on over the next line of the table                     |\n"
+            "+----------+-------------------------------------------------------+\n")
+    assert table_rows(grid) == set()

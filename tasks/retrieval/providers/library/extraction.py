@@ -118,7 +118,8 @@ def _first_line(text: str) -> str | None:
 _MAIN = ("[role=main]", "main", "article", "div.body")
 _CHROME = ("nav,header,footer,aside,[role=navigation],[role=search],[role=contentinfo],.sphinxsidebar,.related,"
            ".footer,a.headerlink")
-NAVIGATION_LINK_SHARE = 0.6  # a page whose text is mostly link text is an index of other pages
+NAVIGATION_LINK_SHARE = 0.6
+TABLE_CELL_CHARS = 300  # a table with a longer cell lays out text; its rows are not data  # a page whose text is mostly link text is an index of other pages
 
 _BLOCKS = ("p,div,section,article,main,header,footer,aside,blockquote,pre,table,tr,ul,ol,li,dl,dt,dd,"
            "h1,h2,h3,h4,h5,h6,br,hr,figure,figcaption,form,fieldset,details,summary")
@@ -156,12 +157,36 @@ def _block_text(root) -> str:
     joins them, tasks/synthesis/passages.py.)"""
     for node in root.css("pre"):
         node.replace_with("\n\n" + node.text(separator="", strip=False).replace("\n", _KEPT_NEWLINE) + "\n\n")
+    for table in reversed(root.css("table")):  # innermost first: a nested table is text in its cell
+        if (rows := _table_rows(table)) is not None:
+            table.replace_with("\n\n" + _KEPT_NEWLINE.join(rows) + "\n\n")
     for node in root.css(_BLOCKS):
         node.insert_before("\n\n")
         node.insert_after("\n\n")
     raw = _WRAP_BESIDE_CJK.sub(_browser_join, root.text(separator="", strip=False)).replace(_KEPT_NEWLINE, "\n")
     lines = (" ".join(line.split()) for line in raw.split("\n"))
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+
+
+def _table_rows(table) -> list[str] | None:
+    """A data table as Markdown rows ("| Temperature | 24-26 °C |"), one line
+    each, a header row followed by "| --- |": a reader and the quote finder
+    see which cells belong together. None for a table that lays out a page
+    (a cell holds paragraphs, or rows hold one cell: a note box) or links (a
+    navigation bar)."""
+    rows: list[str] = []
+    filled = 0  # rows with two cells or more
+    for tr in table.css("tr"):
+        cells = tr.css("th,td")
+        texts = [" ".join(cell.text(separator="").split()).replace("|", "\\|") for cell in cells]
+        if any(len(text) > TABLE_CELL_CHARS for text in texts):
+            return None
+        filled += sum(map(bool, texts)) >= 2
+        if any(texts):
+            rows.append("| " + " | ".join(texts) + " |")
+            if all(cell.tag == "th" for cell in cells) and len(rows) == 1:
+                rows.append("|" + " --- |" * len(cells))
+    return rows if filled >= 2 and not _mostly_links(table) else None
 
 
 def _browser_join(wrap: re.Match) -> str:
