@@ -140,7 +140,7 @@ def _lead(order: list[int], relevance: np.ndarray, found: list[Window], opts: Ex
 
 def _insight(finding: _Finding, label: str | None, lab: dict[str, str]) -> Insight:
     window = finding.window
-    quote = " ".join(window.text.split()) + (" …" if window.members[-1].clipped else "")
+    quote = _quoted(window, lab) + (" …" if window.members[-1].clipped else "")
     others = len(finding.documents()) - 1
     text = (lab["says_many"].format(domain=window.source.domain, others=others, count=others + 1, quote=quote,
                                     sources="source" if others == 1 else "sources") if others
@@ -149,6 +149,19 @@ def _insight(finding: _Finding, label: str | None, lab: dict[str, str]) -> Insig
         text += lab["row_columns"].format(columns=window.lead.columns)
     citations = [w.source.cite(w.start, w.end) for w in [window, *finding.members]]
     return Insight(text=text, dimension=label, citations=citations)
+
+
+def _quoted(window: Window, lab: dict[str, str]) -> str:
+    """The quote as the reader reads it: its words verbatim, whitespace made
+    one space, and the rows of a table it spans told apart ("9 | SIGKILL;
+    15 | SIGTERM") instead of run together by their bars."""
+    if not any(m.row for m in window.members):
+        return " ".join(window.text.split())
+    out = ""
+    for before, member in zip([None, *window.members], window.members):
+        glue = "" if before is None else lab["rows_between"] if before.row and member.row else " "
+        out += glue + " ".join(member.text.split())
+    return out
 
 
 def _label(part: Part | None) -> str | None:

@@ -244,7 +244,7 @@ def test_a_table_row_that_answers_is_quoted_with_its_columns_never_the_header():
                                   "What temperature should the tropical tank be kept at?")
     row = next(i for i in result.synthesized_insights if i.citations[0].quote.startswith("Temperature"))
     assert row.citations[0].quote == "Temperature | 24-26 °C | below 22 or above 28 °C"
-    assert row.text.endswith("(a table row; its columns: Parameter | Target | Worry if)")
+    assert row.text.endswith("(from a table whose columns are: Parameter | Target | Worry if)")
     assert not [q for q in quotes(result) if "Parameter | Target" in q]
 
 
@@ -253,7 +253,18 @@ def test_chinese_table_rows_answer_a_chinese_question():
             "| 拨号连接(IP: PPP) | 576 | 标准的 |\n| 以太网连接 (IP: DHCP 或固定) | 1500 | 默认标准值 |\n\n"
             "除了这些基本的指引方法外，你还应当知道下面的信息。\n")
     result = extractive_synthesis([source(1, "file:///doc/ch05.html", "第 5 章 网络设置", page)],
-                                  "以太网的 MTU 一般设多少？")
-    said = " ".join(quotes(result))
-    assert "以太网连接 (IP: DHCP 或固定) | 1500 | 默认标准值" in said
-    assert "各列为：网络环境 | MTU | 基本原理" in result.synthesized_insights[0].text
+                                  "以太网和拨号连接的 MTU 一般设多少？")
+    said = " ".join(i.text for i in result.synthesized_insights)
+    assert "以太网连接 (IP: DHCP 或固定) | 1500 | 默认标准值" in said and " | | " not in said
+    assert "（摘自表格，各列为：网络环境 | MTU | 基本原理）" in result.synthesized_insights[0].text
+
+
+def test_rows_that_answer_together_are_one_quote_told_apart_row_by_row():
+    page = ("9.4.12. 杀死一个进程\n\n使用 kill(1) 通过进程 ID 来杀死（发送一个信号）一个进程。\n\n表 9.11. kill 命令常用信号列表\n\n"
+            "| 信号值 | 信号名 | 操作 | 注释 |\n| --- | --- | --- | --- |\n| 1 | SIGHUP | 终止进程 | 从终端断开连接（信号 挂起） |\n"
+            "| 9 | SIGKILL | 终止进程 | 不可阻塞的 kill 信号 |\n| 15 | SIGTERM | 终止进程 | 可被阻塞的终止信号 |\n")
+    result = extractive_synthesis([source(1, "file:///doc/ch09.html", "第 9 章 系统技巧", page)],
+                                  "kill -9 和 kill -15 有什么区别？")
+    first = result.synthesized_insights[0]
+    assert "“9 | SIGKILL | 终止进程 | 不可阻塞的 kill 信号；15 | SIGTERM | 终止进程 | 可被阻塞的终止信号”" in first.text
+    assert first.citations[0].quote in page and "SIGHUP" not in first.text  # verbatim; the row that does not answer stays out
