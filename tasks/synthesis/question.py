@@ -70,11 +70,16 @@ _ZH_FRAMING = frozenset("""怎么 怎样 如何 什么 哪个 哪些 哪里 为�
     好多 一些 有些 什么样 为啥 咋办""".split())
 
 _EN_PART_BREAK = re.compile(
-    r"\s*(?:[,;]\s*(?:and|but|or|also)?|\s(?:and|but|or|also))\s+(?=(?:then\s+)?(?:how|what|when|where|which|who|"
-    r"why|whom|whose|is|are|was|were|do|does|did|can|could|should|would|will|shall|may|might|must|has|have)\b)",
+    r"\s*(?:[,;]\s*(?:and|but|or|also)?|\s(?:and|but|or|also))\s+(?=(?:then\s+)?(?:(?:how|what|when|where|which|"
+    r"who|why|whom|whose)\b|(?:is|are|was|were|do|does|did|can|could|should|would|will|shall|may|might|must|has|"
+    r"have)\b(?!\s*[?.!]*\s*$)))",  # an auxiliary opens a clause ("…, or can I …"), not a last verb ("check or do?")
     re.IGNORECASE)
-_EN_ASKS = re.compile(r"\W*(?:how|what|when|where|which|who|why|whom|whose|is|are|was|were|do|does|did|can|could|"
+# a clause that asks: it opens on an interrogative or an auxiliary, or on a preposition before
+# a wh-word ("At what reading …", "In which file …")
+_EN_ASKS = re.compile(r"\W*(?:(?:at|in|on|for|from|to|by|with|under|after|before|of)\s+(?=(?:what|which|whom|whose|how)\b))?"
+                      r"(?:how|what|when|where|which|who|why|whom|whose|is|are|was|were|do|does|did|can|could|"
                       r"should|would|will|shall|may|might|must)\b", re.IGNORECASE)
+_EN_SENTENCE_END = re.compile(r"(?<=[?.!])\s+(?=[A-Z])")
 _ZH_QUESTION = re.compile("怎么|怎样|如何|什么|哪|多少|多久|多长|几|吗|是否|能否|能不能|可不可以|要不要|会不会|为什么|为何|有没有|谁")
 
 
@@ -215,7 +220,7 @@ def _answer_type(piece: str, chinese: bool) -> tuple[str | None, set[str]]:
 
 
 def _en_parts(text: str) -> list[str]:
-    sentences = [s for s in re.split(r"(?<=\?)\s+", text.strip()) if s.strip()]
+    sentences = [s for s in _EN_SENTENCE_END.split(text.strip()) if s.strip()]
     pieces = []
     for sentence in sentences:
         pieces += [p for p in _EN_PART_BREAK.split(sentence) if p and p.strip(" ,;?")]

@@ -390,3 +390,20 @@ def test_markdown_table_rows_are_blocks_and_grid_table_lines_are_not_rows():
             "|          | on over the next line of the table                     |\n"
             "+----------+-------------------------------------------------------+\n")
     assert table_rows(grid) == set()
+
+
+@pytest.mark.parametrize("asked, parts", [
+    ("At what nitrate reading should I start to worry, and what should I aim for?",
+     ["At what nitrate reading should I start to worry", "what should I aim for?"]),
+    ("We're moving house. Can I carry the tank with some water in it, and how do I keep the bacteria alive?",
+     ["We're moving house. Can I carry the tank with some water in it", "how do I keep the bacteria alive?"]),
+    ("My fish keep gulping at the top of the water. What should I check or do?",
+     ["My fish keep gulping at the top of the water. What should I check or do?"]),
+    ("Can I use tap water, or do I need RO water?", ["Can I use tap water", "do I need RO water?"]),
+    ("Is it safe, and why?", ["Is it safe", "why?"]),
+])
+def test_an_english_question_is_split_where_a_clause_asks_again(asked, parts):
+    """A clause that opens on a preposition and a wh-word asks ("At what …");
+    a statement sets the scene for the part after it; a last verb joined by
+    "or" ("check or do?") is not a question of its own."""
+    assert [p.text for p in read_question(asked).parts] == parts
