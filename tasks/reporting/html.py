@@ -18,6 +18,7 @@ from tasks.reporting.layout import (
     figure,
     linkable,
     source_numbers,
+    caution,
     summary_items,
     unique_citations,
     unverified_count,
@@ -38,6 +39,7 @@ h2 { font-size: 1.25rem; margin: 2rem 0 .6rem; padding-bottom: .2rem; border-bot
 h3 { font-size: 1.05rem; margin: 1.2rem 0 .4rem; }
 .meta { color: var(--muted); font-size: .9rem; margin: 0; }
 ul.items { padding-left: 1.2rem; } ul.items li { margin: .35rem 0; }
+p.caution { border-left: 3px solid var(--line); padding-left: .6rem; color: var(--muted); }
 sup.cite { font-size: .72rem; margin-left: .15rem; white-space: nowrap; }
 a.citation { color: var(--accent); text-decoration: none; border: 1px solid var(--line); border-radius: .6rem;
              padding: 0 .35rem; background: var(--soft); }
@@ -94,7 +96,8 @@ def _html_summary(s: SynthesisResult, numbers: dict[str, int], lab: dict) -> str
     items = "".join(f'<li class="insight">{_e(x.text)}{html_cites(x.citations, numbers, lab)}</li>'
                     for x in (s.synthesized_insights[i] for i in summary_items(s)))
     body = f'<ul class="items">{items}</ul>' if items else f'<p class="empty">{_e(lab["nothing"])}</p>'
-    return f"<h2>{_e(lab['summary'])}</h2>{body}"
+    warned = f'<p class="caution">{_e(said)}</p>' if (said := caution(s)) else ""
+    return f"<h2>{_e(lab['summary'])}</h2>{warned}{body}"
 
 
 def _html_data(s: SynthesisResult, numbers: dict[str, int], lab: dict) -> str:

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 
 from schemas.report import Citation, ReportSource, SynthesisResult
 from schemas.urls import url_scheme
+from tasks.synthesis.labels import labels
 
 LINK_SCHEMES = frozenset({"http", "https", "file"})
 
@@ -49,6 +50,13 @@ def dimension_groups(synthesis: SynthesisResult) -> dict[str | None, list[int]]:
     for i, insight in enumerate(synthesis.synthesized_insights):
         groups.setdefault(insight.dimension, []).append(i)
     return groups
+
+
+def caution(s: SynthesisResult) -> str | None:
+    """The warning that the quotes only touch the question: a reader needs it
+    before the quotes, not after them."""
+    hedge = labels(s.language)["no_answer_partly"]
+    return next((g.description for g in s.contradictions_or_gaps if g.kind == "gap" and g.description == hedge), None)
 
 
 def summary_items(s: SynthesisResult, limit: int = 3) -> list[int]:

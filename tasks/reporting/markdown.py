@@ -10,6 +10,7 @@ from tasks.reporting.layout import (
     figure,
     linkable,
     source_numbers,
+    caution,
     summary_items,
     unique_citations,
     unverified_count,
@@ -114,6 +115,8 @@ def render_markdown_text(s: SynthesisResult, b: ModelBlueprint | None, sources: 
              f"*{lab['synthesizer']}: {md_text(s.synthesizer)} · {lab['generated']}: {meta.generatedAt} · "
              f"{lab['sources']}: {len(sources)}/{len(s.sources)}*", ""]
     lines += [f"## {lab['summary']}", ""]
+    if said := caution(s):
+        lines += [f"*{md_text(said)}*", ""]
     top = [s.synthesized_insights[i] for i in summary_items(s)]
     lines += [f"- {md_text(i.text)}{md_cites(i.citations, numbers, lab)}" for i in top] or [lab["nothing"]]
     lines.append("")

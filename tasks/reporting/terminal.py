@@ -12,7 +12,7 @@ from rich.cells import cell_len
 
 from schemas.report import ResearchReport
 from tasks.common.text import CJK_CHARS, printable
-from tasks.reporting.layout import summary_items, unique_citations
+from tasks.reporting.layout import caution, summary_items, unique_citations
 from tasks.synthesis.labels import labels
 
 MAX_FINDINGS = 5
@@ -25,6 +25,9 @@ def answer_lines(report: ResearchReport, width: int = 80) -> list[str]:
     lab = labels(synthesis.language)
     numbers = {src.sourceId: src.noteIndex for src in report.sources if src.sourceId}
     lines = [*_wrapped(synthesis.question, width), ""]
+    said = caution(synthesis)
+    if said:
+        lines += _wrapped(said, width, bullet="– ")
     shown = summary_items(synthesis, limit=MAX_FINDINGS)
     for index in shown:
         insight = synthesis.synthesized_insights[index]
@@ -33,9 +36,9 @@ def answer_lines(report: ResearchReport, width: int = 80) -> list[str]:
         lines += _wrapped(f"{insight.text} {marks}".rstrip(), width, bullet="• ")
     if not shown:
         lines.append(lab["nothing"])
-    gaps = [g.description for g in synthesis.contradictions_or_gaps if g.kind == "gap"]
-    for gap in gaps:
-        lines += _wrapped(gap, width, bullet="– ")
+    for gap in (g.description for g in synthesis.contradictions_or_gaps if g.kind == "gap"):
+        if gap != said:
+            lines += _wrapped(gap, width, bullet="– ")
     if report.sources:
         lines += ["", lab["sources"]]
         for src in report.sources:

@@ -51,6 +51,7 @@ from tasks.synthesis.question import (chinese_words, DEFINITION, DURATION, FREQU
 
 CONTEXT_CREDIT = 0.5   # a word the sentence's title, heading or neighbours hold, not the sentence itself
 MEANING_CREDIT = 0.6   # a word only matched by meaning, at most
+FRAMING_CREDIT = 0.15  # what a word that frames the answer adds ("Temperature | 24-26 °C" for "what temperature")
 MEANING_FLOOR, MEANING_FULL = 0.25, 0.6  # word cosines: below the floor no credit, from FULL on all of it
 ELIGIBLE = 0.3         # evidence: support at least this ...
 SURE = 0.6             # support from which a part counts as answered, not only touched
@@ -214,7 +215,9 @@ def _coverage(part: Part, found: list[Window], idf: dict[str, float],
                 held = 0.0
             own[i] += held
             with_context[i] += max(held, CONTEXT_CREDIT * idf[word] if holds(word, terms_, text) else 0.0)
-    return own / total, with_context / total
+    framed = np.array([any(holds(w, window.termset, window.normal) for w in part.framing) for window in found])
+    bonus = FRAMING_CREDIT * framed
+    return np.minimum(1.0, own / total + bonus), np.minimum(1.0, with_context / total + bonus)
 
 
 def _heading_share(part: Part, found: list[Window], weight: dict[str, float]) -> np.ndarray:

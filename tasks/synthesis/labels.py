@@ -18,7 +18,7 @@ LABELS: dict[str, dict[str, str]] = {
         "no_answer": "The sources found do not answer this question: no passage in them speaks to what it asks, "
                      "so nothing is quoted.",
         "no_answer_partly": "The sources found may not answer this question: no passage in them speaks clearly to "
-                            "what it asks; the passages quoted below only touch on it.",
+                            "what it asks; the passages quoted only touch on it.",
         "title": "Research report",
         "summary": "Summary",
         "findings": "Key findings",
@@ -55,7 +55,7 @@ LABELS: dict[str, dict[str, str]] = {
         "rows_between": "；",
         "contradiction": "各来源在“{measure}”上可能存在分歧：{values}。",
         "no_answer": "找到的来源没有回答这个问题：没有哪一段讲到它问的内容，因此不作引用。",
-        "no_answer_partly": "找到的来源可能没有回答这个问题：没有哪一段明确讲到它问的内容，下面引用的段落只是与之相关。",
+        "no_answer_partly": "找到的来源可能没有回答这个问题：没有哪一段明确讲到它问的内容，所引用的段落只是与之相关。",
         "title": "研究报告",
         "summary": "执行摘要",
         "findings": "主要发现",

@@ -91,6 +91,7 @@ class Part:
     words: tuple[str, ...]     # what a passage about it holds
     answer: str | None = None  # the kind of answer it wants
     dimension: bool = False    # a planner's key dimension of the topic, not a part of the question
+    framing: tuple[str, ...] = ()  # its words that only frame the answer ("temperature" in "what temperature")
 
     @property
     def surfaces(self) -> dict[str, str]:
@@ -130,11 +131,12 @@ def read_question(text: str) -> Question:
     parts: list[Part] = []
     for piece in pieces:
         answer, framing = _answer_type(piece, chinese)
-        words = tuple(w for w in question_words(piece) if w not in framing)
+        said = question_words(piece)
+        words = tuple(w for w in said if w not in framing)
         if not words and parts:  # "…, and how often?": the same subject as the part before
             words = parts[-1].words
         if words or answer:
-            parts.append(Part(" ".join(piece.split()), words, answer))
+            parts.append(Part(" ".join(piece.split()), words, answer, framing=tuple(w for w in said if w in framing)))
     if not parts:
         parts = [Part(" ".join(text.split()), tuple(question_words(text)), None)]
     return Question(text, "zh" if chinese else "en", tuple(_distinct(parts)))

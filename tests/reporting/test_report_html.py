@@ -110,3 +110,17 @@ def test_hostile_source_text_does_not_run(tmp_path):
     assert hrefs and not [h for h in hrefs if not h.startswith(("http://", "https://", "file://"))]
     unlinked = [n for n in dom.css("span.citation") if n.attributes["data-source-id"] == "src2"]
     assert unlinked and unlinked[0].text() == "javascript:alert(1)"
+
+
+def test_a_caution_that_the_quotes_only_touch_the_question_heads_the_summary(tmp_path):
+    heater = Source(number=1, source_id="s1", url="file:///notes/heater.md", title="Heater notes",
+                    content_text="The heater is a 150 W model. My tank holds 120 litres of water and the heater "
+                                 "warms it up slowly in winter.")
+    question = "How long does the heater take to warm the tank water?"
+    synthesis = synthesize([heater], question, None)
+    report = build_report(synthesis, build_blueprint(synthesis), task_id="t1")
+    summary = report.markdown.split("## Summary\n\n", 1)[1]
+    assert summary.startswith("*The sources found may not answer this question")
+    dom = rendered(tmp_path, render_html(report))
+    first = dom.css_first("#answer h2").next
+    assert first.tag == "p" and "caution" in first.attributes["class"] and "only touch on it" in first.text()

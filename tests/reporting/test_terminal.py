@@ -56,3 +56,15 @@ def test_source_text_never_reaches_the_terminal_as_a_control_sequence():
     shown = "\n".join(answer_lines(report, width=80))
     assert "collector" in shown
     assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e]", shown)
+
+
+def test_a_caution_that_speaks_of_the_passages_below_comes_before_them():
+    source = Source(number=1, source_id="s1", url="file:///notes/heater.md", title="Heater notes",
+                    content_text="The heater is a 150 W model. My tank holds 120 litres of water and the heater "
+                                 "warms it up slowly in winter.")
+    synthesis = extractive_synthesis([source], "How long does the heater take to warm the tank water?")
+    report = ResearchReport(markdown="", synthesis=synthesis,
+                            sources=[ReportSource(title="Heater notes", url=source.url, noteIndex=1, sourceId="s1")])
+    lines = answer_lines(report, width=80)
+    caution = next(i for i, line in enumerate(lines) if "only touch on it" in line)
+    assert caution < next(i for i, line in enumerate(lines) if line.startswith("• "))
