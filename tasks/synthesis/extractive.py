@@ -76,6 +76,10 @@ def _pick(question: Question, found: list[Window], scores: Scores, opts: Extract
     chosen: list[_Finding] = []
     used: set[int] = set()
     per_doc: dict[str, int] = {}
+    orders = [[int(i) for i in np.argsort(-scores.relevance[p], kind="stable") if scores.eligible[p][i]]
+              for p in range(len(question.parts))]
+    # each part's best evidence leads a quote of its own: another quote does not reach back over it
+    apart = {found[_lead(order, scores.relevance[p], found, opts)].first for p, order in enumerate(orders) if order}
 
     def open_(i: int) -> bool:
         w = found[i]
@@ -83,9 +87,11 @@ def _pick(question: Question, found: list[Window], scores: Scores, opts: Extract
                 and per_doc.get(w.source.document, 0) < opts.per_document)
 
     def take(i: int) -> None:
-        w = quote_from(found[i], used, related, opts.quote_chars)
+        w = quote_from(found[i], used, related, opts.quote_chars, apart - {found[i].first})
         used.update(range(w.first, w.last + 1))
-        home = next((f for f in chosen if near_duplicate(f.window.termset, w.termset)), None)
+        # the same passage in another document, whatever the quotes grew into around it
+        home = next((f for f in chosen if near_duplicate(f.window.termset, w.termset)
+                     or near_duplicate(found[f.index].termset, found[i].termset)), None)
         if home is not None:
             if w.source.document not in home.documents():
                 home.members.append(w)
@@ -93,8 +99,8 @@ def _pick(question: Question, found: list[Window], scores: Scores, opts: Extract
         chosen.append(_Finding(w, i, float(best[i])))
         per_doc[w.source.document] = per_doc.get(w.source.document, 0) + 1
 
-    for p, part in enumerate(question.parts):
-        order = [int(i) for i in np.argsort(-scores.relevance[p], kind="stable") if scores.eligible[p][i] and open_(int(i))]
+    for p, order in enumerate(orders):
+        order = [i for i in order if open_(i)]
         if order:
             take(_lead(order, scores.relevance[p], found, opts))
     leads = len(chosen)

@@ -268,3 +268,17 @@ def test_rows_that_answer_together_are_one_quote_told_apart_row_by_row():
     first = result.synthesized_insights[0]
     assert "“9 | SIGKILL | 终止进程 | 不可阻塞的 kill 信号；15 | SIGTERM | 终止进程 | 可被阻塞的终止信号”" in first.text
     assert first.citations[0].quote in page and "SIGHUP" not in first.text  # verbatim; the row that does not answer stays out
+
+
+def test_a_paragraph_that_fits_is_quoted_from_its_start():
+    """The sentence that answers often builds on the ones before it in its
+    paragraph ("Installing unattended-upgrades …" then "If you run unstable,
+    …"); a reader needs them, and the quote is still the paragraph verbatim."""
+    page = ("Automatic upgrades\n\nThe apt package has its own cron script that downloads packages. "
+            "Installing unattended-upgrades makes it upgrade them too. "
+            "If you run unstable, you do not want automatic updates: they will break the system some day.\n\n"
+            "Other notes\n\nKeep backups of /etc before any upgrade of the release.\n")
+    result = extractive_synthesis([source(1, "file:///doc/apt.html", "Package management", page)],
+                                  "Is it a good idea to turn on automatic updates on unstable?")
+    assert quotes(result)[0].startswith("The apt package has its own cron script")
+    assert quotes(result)[0].endswith("they will break the system some day.")
