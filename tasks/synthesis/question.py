@@ -69,6 +69,9 @@ _ZH_FRAMING = frozenset("""怎么 怎样 如何 什么 哪个 哪些 哪里 为�
     问题 办法 方法 现在 已经 怎么办 进行 使用 用来 没有 不是 是不是 不能 这样 这么 到底 某个 知道 想要
     好多 一些 有些 什么样 为啥 咋办""".split())
 
+# a negation and one character ("不进" not entering): what the question does not want, no passage's word
+_NEGATED_CHARACTER = re.compile("^[不没别未勿][\u4e00-\u9fff]$")
+
 _EN_PART_BREAK = re.compile(
     r"\s*(?:[,;]\s*(?:and|but|or|also)?|\s(?:and|but|or|also))\s+(?=(?:then\s+)?(?:(?:how|what|when|where|which|"
     r"who|why|whom|whose)\b|(?:is|are|was|were|do|does|did|can|could|should|would|will|shall|may|might|must|has|"
@@ -151,7 +154,8 @@ def question_words(text: str) -> list[str]:
     for token in tokens(CJK_RUN.sub(" ", text)):  # the Latin words among the Chinese
         found += terms(token)
     for run in CJK_RUN.findall(normalize(text)):
-        found += [w for w in _segment(run) if w.split("|")[0] not in _ZH_FRAMING | STOPWORDS]
+        found += [w for w in _segment(run) if w.split("|")[0] not in _ZH_FRAMING | STOPWORDS
+                  and not _NEGATED_CHARACTER.match(w.split("|")[0])]
     return list(dict.fromkeys(found))
 
 

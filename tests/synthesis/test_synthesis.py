@@ -356,6 +356,12 @@ def test_a_chinese_question_of_two_questions_has_two_parts_whatever_its_interrog
     assert "umask" in read_question("新建文件的默认权限是谁决定的？umask 设成 0022 和 0002 有什么不同？").parts[1].words
 
 
+
+def test_what_a_chinese_question_does_not_want_is_no_word_a_passage_must_hold():
+    words = read_question("想让机器开机直接进命令行，不进图形界面，怎么设置？").parts[0].words
+    assert "不进" not in words and any(w.startswith("图形界面") for w in words)
+
+
 SHUTDOWN_PAGE = ("1.1.7. 怎样退出命令行提示符\n\n在命令行输入Ctrl-D，即可关闭 shell 活动。\n\n"
                  "1.1.8. 怎样关闭系统\n\n就像任何其他的现代操作系统一样，Debian 会通过内存中的缓存数据进行文件操作以提高性能，"
                  "因此在电源被安全地关闭前需要适当的过程。\n\n在普通多用户模式下，可以使用命令行关闭系统。\n\n# shutdown -h now\n\n"
