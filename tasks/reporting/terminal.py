@@ -56,13 +56,18 @@ def _wrapped(text: str, width: int, bullet: str = "", hang: int | None = None) -
     width = max(40, width)
     lines, line = [], bullet
     for piece in _PIECES.findall(" ".join(printable(text).split())):
-        if line.strip() and cell_len(line + piece.rstrip()) > width and piece[0] not in _NO_LINE_START:
+        if line.strip() and line != bullet and cell_len(line + piece.rstrip()) > width and piece[0] not in _NO_LINE_START:
             lines.append(line.rstrip())
             line = indent
             piece = piece.lstrip()
         while cell_len(line + piece.rstrip()) > width:  # a word longer than a line
             room = width - cell_len(line)
-            cut = max(1, next(n for n in range(len(piece), 0, -1) if cell_len(piece[:n]) <= room) if room > 0 else 1)
+            cut = next((n for n in range(len(piece), 0, -1) if cell_len(piece[:n]) <= room), 0)
+            if not cut and line.strip() and piece[0] not in _NO_LINE_START:  # not even a wide first character fits
+                lines.append(line.rstrip())
+                line = indent
+                continue
+            cut = max(1, cut)
             lines.append(line + piece[:cut])
             line, piece = indent, piece[cut:]
         line += piece

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 from rich.cells import cell_len
 
@@ -68,3 +68,14 @@ def test_a_caution_that_speaks_of_the_passages_below_comes_before_them():
     lines = answer_lines(report, width=80)
     caution = next(i for i, line in enumerate(lines) if "only touch on it" in line)
     assert caution < next(i for i, line in enumerate(lines) if line.startswith("• "))
+
+
+@given(st.lists(st.sampled_from(["a", "ab", "关机", "systemctl", "—", "，", "/etc/apt/apt.conf.d/50unattended-upgrades",
+                                 "“", "(8)", "默认标准值", " "]), min_size=1, max_size=80), st.integers(40, 100))
+def test_any_mix_of_wide_and_narrow_text_wraps_within_the_width(pieces, width):
+    text = "".join(pieces)
+    assume(text.strip())
+    lines = _wrapped(text, width, bullet="• ")
+    assert all(cell_len(line) <= width + 2 for line in lines)  # a closing mark may hang past the edge
+    assert "".join(line.removeprefix("• ").strip() for line in lines).replace(" ", "") == \
+        " ".join(text.split()).replace(" ", "")
