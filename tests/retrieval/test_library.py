@@ -362,3 +362,12 @@ def test_an_html_data_table_is_stored_as_rows_and_a_layout_table_as_text():
     assert text.split("\n\n") == ["What I aim for.",
                                   "| Parameter | Target |\n| --- | --- |\n| Temperature | 24-26 °C |\n| Pipe | a\\|b |",
                                   "Note", "Back up first."]
+
+
+def test_tables_nested_deep_are_read_as_their_text():
+    """A page of tables nested a thousand deep lays out text: each cell's
+    text once, no rows (a table that holds a table is not asked for rows,
+    which also keeps reading such a page linear)."""
+    deep = "<html><body>" + "<table><tr><td>x</td><td>" * 1500 + "y" + "</td></tr></table>" * 1500 + "</body></html>"
+    text = extract("html", deep.encode(), "deep.html").text
+    assert text.count("x") == 1500 and text.endswith("y") and "|" not in text

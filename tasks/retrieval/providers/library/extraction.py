@@ -157,8 +157,10 @@ def _block_text(root) -> str:
     joins them, tasks/synthesis/passages.py.)"""
     for node in root.css("pre"):
         node.replace_with("\n\n" + node.text(separator="", strip=False).replace("\n", _KEPT_NEWLINE) + "\n\n")
-    for table in reversed(root.css("table")):  # innermost first: a nested table is text in its cell
-        if (rows := _table_rows(table)) is not None:
+    tables = root.css("table")
+    outer = {enclosing.mem_id for enclosing in map(_enclosing_table, tables) if enclosing is not None}
+    for table in tables:
+        if table.mem_id not in outer and (rows := _table_rows(table)) is not None:
             table.replace_with("\n\n" + _KEPT_NEWLINE.join(rows) + "\n\n")
     for node in root.css(_BLOCKS):
         node.insert_before("\n\n")
@@ -168,12 +170,19 @@ def _block_text(root) -> str:
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
 
 
+def _enclosing_table(node):
+    node = node.parent
+    while node is not None and node.tag != "table":
+        node = node.parent
+    return node
+
+
 def _table_rows(table) -> list[str] | None:
     """A data table as Markdown rows ("| Temperature | 24-26 °C |"), one line
     each, a header row followed by "| --- |": a reader and the quote finder
     see which cells belong together. None for a table that lays out a page
     (a cell holds paragraphs, or rows hold one cell: a note box) or links (a
-    navigation bar)."""
+    navigation bar); a table that holds a table lays out, and is not asked."""
     rows: list[str] = []
     filled = 0  # rows with two cells or more
     for tr in table.css("tr"):
