@@ -24,8 +24,9 @@ from schemas.watch import Change, Watch, change_counts
 from tasks.common.settings import Settings
 from tasks.lake.catalog import open_catalog
 from tasks.lake.watches import begin_round, end_round, fail_round, get_watch, round_counts
-from tasks.reporting.changes import answer_rows, changes_markdown, summary, with_changes
+from tasks.reporting.changes import answer_rows, changes_markdown, report_language, summary, with_changes
 from tasks.reporting.report import load_report, store_report
+from tasks.synthesis.labels import detect_language
 
 CHANGED_EVENT = "searchlake.watch.changed"
 UNCHANGED_EVENT = "searchlake.watch.unchanged"
@@ -71,7 +72,8 @@ def end_round_task(watch: Watch, number: int, settings: Settings) -> tuple[int |
         report = ResearchReport.model_validate_json(load_report(catalog, watch.topic, "json"))
     with open_catalog(settings, "watch: changes") as catalog:
         previous, changes = end_round(catalog, watch.topic, number, answer_rows(report))
-        sentence = summary(changes, number, previous, *round_counts(catalog, watch.topic, number))
+        sentence = summary(changes, number, previous, *round_counts(catalog, watch.topic, number),
+                           language=report_language(report))
         store_report(catalog, watch.topic, with_changes(report, sentence, changes), report.synthesis, report.model)
     return previous, changes, sentence
 
@@ -83,7 +85,7 @@ def changed(changes: list[Change]) -> bool:
 def tell(watch: Watch, number: int, previous: int | None, changes: list[Change], sentence: str) -> None:
     """The round's markdown artifact (one history per watch) and its event."""
     markdown = "\n".join([f"# Watch {watch.name}: round {number}", "", f"*{watch.question}*", "",
-                          *changes_markdown(sentence, changes)])
+                          *changes_markdown(sentence, changes, language=detect_language(watch.question))])
     create_markdown_artifact(markdown, key=artifact_key("watch-changes", watch.name),
                              description=f"what changed in round {number} of watch {watch.name}")
     emit_event(CHANGED_EVENT if changed(changes) else UNCHANGED_EVENT,

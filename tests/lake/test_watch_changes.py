@@ -11,7 +11,7 @@ import pytest
 from schemas.watch import Change, Watch
 from tasks.lake.catalog import open_catalog
 from tasks.lake.watches import add_watch, begin_round, end_round
-from tasks.reporting.changes import summary
+from tasks.reporting.changes import change_line, changes_markdown, summary
 
 WATCH = Watch(name="notes", question="How do the notes change?", interval_seconds=3600)
 
@@ -66,6 +66,13 @@ def test_a_round_records_sources_ranks_content_and_answer_changes(rounds, new_it
     assert summary(changes, 2, 1) == ("Round 2, since round 1: 1 new source, 1 dropped, 1 moved in rank, "
                                       "1 with changed content; the answer now cites “page b”; no longer cites "
                                       "“page a”; 1 insight added, 1 removed.")
+    # a watch asked in Chinese is told in Chinese
+    assert summary(changes, 2, 1, language="zh") == ("第 2 轮，自第 1 轮以来：1 个新来源，1 个被移除，1 个排名变化，"
+                                                     "1 个内容有变化；答案现在引用 “page b”，不再引用 “page a”，"
+                                                     "新增 1 条结论，移除 1 条。")
+    assert [change_line(c, "zh") for c in changes[:3]] == [
+        "新增来源 #2 page d", "移除来源 #1 page a", "排名变化 #2→#1 page b"]
+    assert changes_markdown("…", changes, language="zh")[0] == "## 变化"
 
 
 def test_a_round_like_the_one_before_records_only_an_unchanged_answer(rounds, new_item, lake):
@@ -75,6 +82,8 @@ def test_a_round_like_the_one_before_records_only_an_unchanged_answer(rounds, ne
     assert (previous, changes) == (1, [Change("answer_unchanged")])
     assert summary(changes, 2, 1) == ("Round 2: nothing changed since round 1 — the same sources in the same "
                                       "order with the same content, and the same answer.")
+    assert summary(changes, 2, 1, language="zh") == "第 2 轮：自第 1 轮以来没有变化——来源、顺序和内容都相同，答案也相同。"
+    assert summary([], 1, None, 3, 2, language="zh") == "第 1 轮是这个监视的第一轮：3 个来源，2 条结论；之后每一轮会说明有什么变化。"
     # both rounds' bundles stay in the topic; `consolidated` holds the latest round's sources
     assert lake.count("bundles") == 2 and len(lake.consolidated(WATCH.topic)) == 2
 
