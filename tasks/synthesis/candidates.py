@@ -238,8 +238,9 @@ def windows(sentences: list[Sentence]) -> list[Window]:
 def quote_from(window: Window, taken: set[int], related: set[int], limit: int,
                apart: set[int] = frozenset()) -> Window:
     """The quote a chosen sentence leads: from the start of its paragraph
-    when the paragraph fits (else with the sentence before when it opens on
-    a word pointing back to it: "It", "This", "这"), and the sentences after
+    when the paragraph fits, but never from a sentence that points back
+    past it (else with the sentence before when it opens on a word pointing
+    back to it: "It", "This", "这"), and the sentences after
     it that go on answering — the rest of its paragraph, the
     next items of its list, a next paragraph of a short section when it is
     `related` to the question (indices of such sentences), the code a
@@ -251,8 +252,10 @@ def quote_from(window: Window, taken: set[int], related: set[int], limit: int,
     if dangling(window) and first - 1 not in taken:
         first -= 1
     # a paragraph that fits is quoted from its start: its first sentences say what the chosen one builds on
+    # (not one that opens pointing back past the paragraph: "This means …")
     while (first > 0 and first - 1 not in taken | apart and sentences[first - 1].block == sentences[first].block
-           and sentences[first - 1].statement and sentences[last].end - sentences[first - 1].start <= limit):
+           and sentences[first - 1].statement and sentences[last].end - sentences[first - 1].start <= limit
+           and not _PRONOUN_START.match(sentences[first - 1].text)):
         first -= 1
     while last + 1 < len(sentences) and last + 1 not in taken and sentences[last + 1].end - sentences[first].start <= limit:
         a, b = sentences[last], sentences[last + 1]

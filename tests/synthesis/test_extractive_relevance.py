@@ -282,3 +282,9 @@ def test_a_paragraph_that_fits_is_quoted_from_its_start():
                                   "Is it a good idea to turn on automatic updates on unstable?")
     assert quotes(result)[0].startswith("The apt package has its own cron script")
     assert quotes(result)[0].endswith("they will break the system some day.")
+    # a first sentence that points back past its paragraph ("This means …") is not where a quote starts
+    pointing = page.replace("The apt package has its own cron script that downloads packages.",
+                            "This means the cron script downloads packages.")
+    result = extractive_synthesis([source(1, "file:///doc/apt.html", "Package management", pointing)],
+                                  "Is it a good idea to turn on automatic updates on unstable?")
+    assert quotes(result)[0].startswith("Installing unattended-upgrades makes it upgrade them too.")
