@@ -15,7 +15,7 @@ from functools import cached_property
 
 from tasks.common.text import CJK_RUN, normalize, terms
 from tasks.synthesis.base import Source
-from tasks.synthesis.passages import block_spans, clip, fold, has_cjk, sentence_spans, table_rows, weight_len
+from tasks.synthesis.passages import block_spans, clip, fold, has_cjk, sentence_spans, table_rows, trimmed, weight_len
 
 QUOTE_CHARS = 400
 SENTENCES_PER_SOURCE = 400
@@ -193,11 +193,7 @@ def _row(source: Source, start: int, end: int, block: int, section: int, heading
          columns: str) -> list[Sentence]:
     """A table row as a candidate: its cells, quoted without the outer bars."""
     text = source.text
-    s, e = start + 1, end - 1
-    while s < e and text[s].isspace():
-        s += 1
-    while e > s and text[e - 1].isspace():
-        e -= 1
+    s, e = trimmed(text, start + 1, end - 1)
     cells = [c for c in _CELL_BORDER.split(text[s:e]) if c.strip()]
     flat = " ".join(text[s:e].split())
     if len(cells) < 2 or weight_len(flat) < 8 or not any(ch.isalpha() for ch in flat):

@@ -45,7 +45,8 @@ from wordfreq import zipf_frequency
 from tasks.common.text import normalize, terms
 from tasks.retrieval.bm25 import TermIndex, feedback_weights
 from tasks.synthesis.candidates import Sentence, Window
-from tasks.synthesis.passages import figures, has_cjk
+from tasks.synthesis.figures import figures
+from tasks.synthesis.passages import has_cjk
 from tasks.synthesis.question import (chinese_words, DEFINITION, DURATION, FREQUENCY, MEASURES, QUANTITY, TEMPERATURE, Part, Question,
                                       holds)
 

@@ -34,7 +34,8 @@ from tasks.synthesis.base import Source, finish, no_sources_result, plan_dimensi
 from tasks.synthesis.candidates import Sentence, Window, candidates, quote_from, windows
 from tasks.synthesis.evidence import Scores, score
 from tasks.synthesis.labels import labels
-from tasks.synthesis.passages import Figure, figures, has_cjk, jaccard, near_duplicate
+from tasks.synthesis.figures import Figure, figures
+from tasks.synthesis.passages import has_cjk, jaccard, near_duplicate
 from tasks.synthesis.question import Part, Question, read_question
 
 

@@ -19,7 +19,8 @@ from tasks.lake.consolidation import consolidate
 from tasks.synthesis.extractive import extractive_synthesis
 from tasks.lake.landing import land_files
 from tasks.common.llm import LLMError
-from tasks.synthesis.passages import block_spans, comparable, figures, locate, sentence_spans, table_rows
+from tasks.synthesis.figures import figures
+from tasks.synthesis.passages import block_spans, comparable, locate, sentence_spans, table_rows
 from tasks.reporting.report import read_synthesis_input
 from tasks.synthesis.synthesizer import synthesize, synthesize_material
 from tasks.synthesis.base import Source, finish
