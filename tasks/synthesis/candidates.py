@@ -28,6 +28,7 @@ CODE_CHARS = 300       # a code line or block longer than this is not quoted
 
 _CODE_MARKS = ("::=", ">>>", "{", "}", " == ", "->", "$ ")
 _BULLET = re.compile(r"^(?:[-*•·]|\d{1,2}[.)]|[a-z][.)])\s+")
+_NUMBERED = re.compile(r"^\d{1,2}[.)]\s+")
 _ENDS_SENTENCE = re.compile(r"[.!?:;\u3002\uff01\uff1f\uff1b\uff1a][\"'\u201d\u2019)\]]*$")
 _CODE_LINE = re.compile(r"^\s*[$#%>] |::|\s--?[a-z]|[=/\\|{}<>\[\]]|^\s*[a-z][\w.-]*(?:\s+[\w./=-]+)+\s*$")
 # a sentence that introduces what follows it: a command, a setting, a list
@@ -170,7 +171,8 @@ def candidates(sources: list[Source]) -> list[Sentence]:
                 sentences.extend(_row(source, start, end, block_no, section, heading, columns))
                 continue
             columns = ""
-            if _is_heading(block):
+            neighbours = [text[slice(*spans[j])] if 0 <= j < len(spans) else "" for j in (k - 1, k + 1)]
+            if _is_heading(block) and not _list_item(block, *neighbours):
                 heading, section = block.strip("#*=-~^ \t"), section + 1
                 continue
             short = weight_len(" ".join(block.split())) <= SHORT_BLOCK
@@ -267,7 +269,8 @@ def quote_from(window: Window, taken: set[int], related: set[int], limit: int,
                     not a.statement or _INTRODUCES.search(a.text) or b.block == a.block + 1)):
                 break
         elif not (a.source is b.source and a.statement and (a.block == b.block or (a.section == b.section and (
-                (a.short_block and b.short_block) or (a.short_section and last + 1 in related))))):
+                (a.short_block and b.short_block) or (a.short_section and last + 1 in related)
+                or (b.short_block and _INTRODUCES.search(a.text)))))):
             break
         last += 1
     return Window(first, last, sentences)
@@ -289,6 +292,18 @@ def _is_heading(block: str) -> bool:
         return False
     return "\n" not in block.strip() and (flat.startswith("#") or (weight_len(flat) <= 60 and not
                                                                      _ENDS_SENTENCE.search(flat) and not _is_code(flat)))
+
+
+def _list_item(block: str, before: str, after: str) -> bool:
+    """A short line that is an item of a list, not a heading: it has a bullet
+    ("* zero of any numeric type", "- Unplug the cable"), or a number and
+    follows a sentence that introduces it or sits beside another item
+    ("1. find a module" — "4. Control Flow" numbers a heading)."""
+    flat = block.strip()
+    if not _BULLET.match(flat):
+        return False
+    return not _NUMBERED.match(flat) or bool(_INTRODUCES.search(before.strip()) or _BULLET.match(before.strip())
+                                             or _BULLET.match(after.strip()))
 
 
 def _is_code(text: str) -> bool:

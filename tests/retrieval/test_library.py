@@ -347,7 +347,18 @@ def test_wrapped_chinese_in_html_runs_on_and_preformatted_text_keeps_its_lines()
     text = extract("html", page.encode(), "ch01.html").text
     assert text.split("\n\n") == ["在命令行输入Ctrl-D，即可关闭 shell 活动。或者，你也可以键入 ”exit\" 退出命令行。"
                                   "这个多用户环境是伟大的 Unix 的特性，很容易上瘾。",
-                                  "$ script\n做些操作\n按 Ctrl-D 退出", "one", "two"]
+                                  "$ script\n做些操作\n按 Ctrl-D 退出", "- one", "- two"]
+
+
+def test_html_list_items_are_stored_with_their_bullet_or_number():
+    """A short item is an item of its list for the quote finder, not a
+    heading; the steps of an ordered list keep their numbers."""
+    page = ("<html><body><p>You can detach the session in any way:</p><ol><li><p>Unplug the network cable</p></li>"
+            "<li>Type ^A d and log out</li></ol><ul><li>one</li><li></li><li><p>two</p><ul><li>inner</li></ul></li>"
+            "</ul></body></html>")
+    text = extract("html", page.encode(), "screen.html").text
+    assert text.split("\n\n") == ["You can detach the session in any way:", "1. Unplug the network cable",
+                                  "2. Type ^A d and log out", "- one", "- two", "- inner"]
 
 
 def test_an_html_data_table_is_stored_as_rows_and_a_layout_table_as_text():

@@ -288,3 +288,29 @@ def test_a_paragraph_that_fits_is_quoted_from_its_start():
     result = extractive_synthesis([source(1, "file:///doc/apt.html", "Package management", pointing)],
                                   "Is it a good idea to turn on automatic updates on unstable?")
     assert quotes(result)[0].startswith("Installing unattended-upgrades makes it upgrade them too.")
+
+
+def test_a_sentence_that_introduces_a_list_is_quoted_with_its_items():
+    """"Here are the objects considered false:" answers nothing by itself;
+    its short items are what a reader asked for, and an item is never taken
+    for a heading (the context of what follows) however short it is."""
+    page = ("Truth value testing\n\nAny object can be tested for truth value, for use in an if or while "
+            "condition. Here are most of the built-in objects considered false:\n\n"
+            "* constants defined to be false: None and False\n\n"
+            "* zero of any numeric type: 0, 0.0, 0j\n\n"
+            "* empty sequences and collections: '', (), []\n\n"
+            "Operations with a Boolean result always return 0 or False for false, unless otherwise stated.\n")
+    result = extractive_synthesis([source(1, "https://docs.python.org/3/library/stdtypes.html", "Built-in Types",
+                                          page)], "Which values count as false in an if condition?")
+    first = quotes(result)[0]
+    assert first.startswith("Any object can be tested")
+    assert "None and False" in first and "zero of any numeric type" in first and "empty sequences" in first
+    # numbered steps after a sentence that introduces them are items too, and "4. Control Flow" stays a heading
+    steps = ("4. Executing the import statement\n\nThe basic import statement is executed in two steps:\n\n"
+             "1. find a module, loading and initializing it if necessary\n\n"
+             "2. define a name or names in the local namespace\n\n"
+             "When the statement contains multiple clauses, the steps are carried out separately for each clause.\n")
+    result = extractive_synthesis([source(1, "https://docs.python.org/3/reference/simple_stmts.html",
+                                          "Simple statements", steps)], "How is an import statement executed?")
+    first = quotes(result)[0]
+    assert "1. find a module" in first and "2. define a name" in first

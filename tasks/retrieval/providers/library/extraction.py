@@ -126,6 +126,8 @@ _BLOCKS = ("p,div,section,article,main,header,footer,aside,blockquote,pre,table,
 _HIDDEN = "script,style,noscript,template,svg,nav,iframe,object"
 # A private-use mark for the lines of preformatted text while the rest is joined (removed from the markup first).
 _KEPT_NEWLINE = "\ue001"
+_ITEM = "\ue002"  # where a list item starts, until it is written as "- " or "3. "
+_ITEM_START = re.compile(f"{_ITEM}(\\d*)\\s*")
 _CJK_CHARS = "\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef"  # Chinese and Japanese, with their punctuation
 _CJK_CHAR = re.compile(f"[{_CJK_CHARS}]")
 _WRAP_BESIDE_CJK = re.compile(f"(?<=[{_CJK_CHARS}])[ \t]*\n[ \t]*(?=\\S)|(?<=\\S)[ \t]*\n[ \t]*(?=[{_CJK_CHARS}])")
@@ -134,7 +136,7 @@ _WRAP_BESIDE_CJK = re.compile(f"(?<=[{_CJK_CHARS}])[ \t]*\n[ \t]*(?=\\S)|(?<=\\S
 def _html(markup: str) -> tuple[str | None, str]:
     from selectolax.lexbor import LexborHTMLParser
 
-    tree = LexborHTMLParser(markup.replace(_KEPT_NEWLINE, ""))
+    tree = LexborHTMLParser(markup.replace(_KEPT_NEWLINE, "").replace(_ITEM, ""))
     for node in tree.css(_HIDDEN):
         node.decompose()
     root = next((node for node in map(tree.css_first, _MAIN) if node is not None), None) or tree.body or tree.root
@@ -165,9 +167,27 @@ def _block_text(root) -> str:
     for node in root.css(_BLOCKS):
         node.insert_before("\n\n")
         node.insert_after("\n\n")
+    _mark_list_items(root)
     raw = _WRAP_BESIDE_CJK.sub(_browser_join, root.text(separator="", strip=False)).replace(_KEPT_NEWLINE, "\n")
+    raw = _ITEM_START.sub(lambda item: f"{item.group(1)}. " if item.group(1) else "- ", raw)
     lines = (" ".join(line.split()) for line in raw.split("\n"))
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+
+
+def _mark_list_items(root) -> None:
+    """A list item starts with "- " (or its number in an ordered list), as
+    in Markdown: a short item ("Unplug the network cable") is then read as
+    an item of its list, not as a heading."""
+    for item in root.css("li"):
+        if not item.text(strip=True):
+            continue
+        number = ""
+        if item.parent is not None and item.parent.tag == "ol":
+            number, sibling = 1, item.prev
+            while sibling is not None:
+                number += sibling.tag == "li"
+                sibling = sibling.prev
+        item.insert_before(f"{_ITEM}{number}")
 
 
 def _enclosing_table(node):
