@@ -24,6 +24,8 @@ For each part of the question (tasks/synthesis/question.py) a sentence gets:
 - answer type: whether it holds the kind of answer the part wants (a
   duration for "how long", a temperature, a frequency, a figure);
 - heading: the share of the part's words the heading above it holds;
+- section: the share its whole section holds (heading and sentences): in
+  documentation the answer is a section about the question;
 - the source's place in the task's ranking (retrieval judged the whole page).
 
 A window's support for a part is its coverage, helped a little by the answer
@@ -63,6 +65,7 @@ DENSE_SAY = 0.15       # what the dense similarity adds towards ELIGIBLE
 LEXICAL_WEIGHT = 0.25
 RANK_WEIGHT = 0.3      # the prior for the source ranked first, falling as 1/rank
 HEADING_WEIGHT = 0.2   # what the share of the part's words its heading holds adds
+SECTION_WEIGHT = 0.3   # what the share of the part's words its whole section holds adds
 # general rarity of a word (Zipf: 7 for the commonest words, 1 for the rarest):
 # (COMMON_ZIPF − zipf) / RARITY_SCALE, within [RARITY_MIN, RARITY_MAX]
 COMMON_ZIPF, RARITY_SCALE, RARITY_MIN, RARITY_MAX, RARE_ZIPF = 7.0, 4.0, 0.15, 1.25, 3.0
@@ -148,6 +151,7 @@ def score(question: Question, found: list[Window]) -> Scores:
     index = TermIndex([w.terms for w in found])
     prior = np.array([RANK_WEIGHT / max(1, w.source.number) for w in found])
     meaning = _meaning(question, found)
+    sections = _sections(found)
     for part in question.parts:
         own, coverage = _coverage(part, found, idf, meaning)
         subject = max(part.words, key=lambda w: idf[w]) if part.words else None
@@ -159,7 +163,8 @@ def score(question: Question, found: list[Window]) -> Scores:
             support = np.where(typed > 0, support, np.minimum(support, UNTYPED_MEASURE_SUPPORT))
         eligible = support >= ELIGIBLE
         relevance = (coverage + LEXICAL_WEIGHT * _lexical(index, part) + DENSE_WEIGHT * dense
-                     + TYPE_WEIGHT * typed + prior + HEADING_WEIGHT * _heading_share(part, found, idf))
+                     + TYPE_WEIGHT * typed + prior + HEADING_WEIGHT * _heading_share(part, found, idf)
+                     + SECTION_WEIGHT * _section_share(part, found, idf, sections))
         out.coverage.append(coverage)
         out.own.append(own)
         out.relevance.append(relevance)
@@ -233,6 +238,25 @@ def _heading_share(part: Part, found: list[Window], weight: dict[str, float]) ->
             held = frozenset(terms(heading))
             shares[heading] = sum(weight[w] for w in part.words if holds(w, held, text)) / total
     return np.array([shares[w.lead.heading] for w in found])
+
+
+def _sections(found: list[Window]) -> dict[int, tuple[frozenset[str], str]]:
+    """Each section's heading and sentences, as terms and normalized text."""
+    texts: dict[int, list[str]] = {}
+    for sentence in found[0].sentences if found else []:
+        texts.setdefault(sentence.section, [sentence.heading]).append(sentence.text)
+    return {section: (frozenset(terms(" ".join(parts))), normalize(" ".join(parts))) for section, parts in texts.items()}
+
+
+def _section_share(part: Part, found: list[Window], weight: dict[str, float],
+                   sections: dict[int, tuple[frozenset[str], str]]) -> np.ndarray:
+    """The share of the part's weight the section a window sits in holds,
+    its heading and all its sentences: in documentation the answer is a
+    section about the question, whose sentences need not repeat it."""
+    total = sum(weight[w] for w in part.words) or 1.0
+    shares = {section: sum(weight[w] for w in part.words if holds(w, held, text)) / total
+              for section, (held, text) in sections.items()}
+    return np.array([shares[w.lead.section] for w in found])
 
 
 def _meaning(question: Question, found: list[Window]) -> dict[str, np.ndarray]:

@@ -83,7 +83,12 @@ _EN_ASKS = re.compile(r"\W*(?:(?:at|in|on|for|from|to|by|with|under|after|before
                       r"(?:how|what|when|where|which|who|why|whom|whose|is|are|was|were|do|does|did|can|could|"
                       r"should|would|will|shall|may|might|must)\b", re.IGNORECASE)
 _EN_SENTENCE_END = re.compile(r"(?<=[?.!])\s+(?=[A-Z])")
-_ZH_QUESTION = re.compile("怎么|怎样|如何|什么|哪|多少|多久|多长|几|吗|是否|能否|能不能|可不可以|要不要|会不会|为什么|为何|有没有|谁")
+_ZH_QUESTION = re.compile("怎么|怎样|如何|什么|哪|多少|多久|多长|几|吗|是否|能否|能不能|可不可以|要不要|会不会|为什么|为何|有没有|谁|"
+                          r"呢(?=\s*[？?]?\s*$)")
+# a part that asks what the part before asked, of something else: "…？拨号上网呢？", "… And for shrimp?"
+_ELLIPTICAL = re.compile(r"^[^怎样如何什么哪多几吗是否能要会为有谁]*呢\s*[？?]?\s*$|"
+                         r"^\W*(?:(?:and|or|but)\s+)?(?:what|how)\s+about\b|^\W*(?:and|or|but)\s+(?:for|with|in|on|at|if)\b",
+                         re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -138,6 +143,8 @@ def read_question(text: str) -> Question:
         words = tuple(w for w in said if w not in framing)
         if not words and parts:  # "…, and how often?": the same subject as the part before
             words = parts[-1].words
+        if answer is None and parts and _ELLIPTICAL.search(piece.strip()):
+            answer = parts[-1].answer
         if words or answer:
             parts.append(Part(" ".join(piece.split()), words, answer, framing=tuple(w for w in said if w in framing)))
     if not parts:

@@ -25,7 +25,9 @@ from tasks.reporting.report import read_synthesis_input
 from tasks.synthesis.synthesizer import synthesize, synthesize_material
 from tasks.synthesis.base import Source, finish
 from tasks.synthesis.llm_synthesis import llm_synthesis, resolve_source
-from tasks.synthesis.question import read_question
+from tasks.synthesis.candidates import candidates, windows
+from tasks.synthesis.evidence import score
+from tasks.synthesis.question import DURATION, QUANTITY, TEMPERATURE, read_question
 
 
 # -- text tools ------------------------------------------------------------------
@@ -414,3 +416,35 @@ def test_an_english_question_is_split_where_a_clause_asks_again(asked, parts):
     a statement sets the scene for the part after it; a last verb joined by
     "or" ("check or do?") is not a question of its own."""
     assert [p.text for p in read_question(asked).parts] == parts
+
+
+@pytest.mark.parametrize("asked, follow_up, answer", [
+    ("普通以太网的 MTU 一般设多少？拨号上网呢？", "拨号上网呢？", QUANTITY),
+    ("How long do I cook white rice? What about brown rice?", "What about brown rice?", DURATION),
+    ("How warm should the tank be? And for shrimp?", "And for shrimp?", TEMPERATURE),
+])
+def test_a_follow_up_that_leaves_the_question_unsaid_asks_it_again(asked, follow_up, answer):
+    """"…？拨号上网呢？" asks the MTU of dial-up: a part of its own, wanting
+    the kind of answer the part before it wants."""
+    parts = read_question(asked).parts
+    assert len(parts) == 2 and parts[1].text == follow_up and parts[1].answer == answer
+    # a later part with its own interrogative keeps its own kind of answer (none here)
+    assert read_question("How long do I cook white rice? What flour goes with it?").parts[1].answer is None
+
+
+def test_a_sentence_in_the_section_about_the_question_outranks_one_elsewhere():
+    """In documentation the answer is a section about the question, whose
+    sentences need not repeat it: of two sentences that hold as much of the
+    question, the one whose section holds the rest of it ranks first, though
+    the section is too long to be read as one unit."""
+    page = ("Networks\n\nA connection can drop at any time on a bad network, and everything "
+            "started from it stops with it.\n\nSome providers drop idle connections after an hour.\n\n"
+            "Detaching sessions\n\nThe screen program keeps a long job running on a remote host.\n\n"
+            + "Each window of screen is a shell of its own, switched to with a key and listed on request. " * 8
+            + "\n\nA dropped connection stops nothing started inside it; reattach later with screen -r.\n")
+    sources = make_sources([("file:///doc/ch09.html", "System tips", page)])
+    question = read_question("How do I keep a long job running when the remote connection drops?")
+    found = windows(candidates(sources))
+    relevance = score(question, found).relevance[0]
+    rank = {found[i].text.split()[0] + found[i].text.split()[1]: relevance[i] for i in range(len(found))}
+    assert rank["Adropped"] > rank["Aconnection"]
