@@ -361,22 +361,6 @@ def test_html_list_items_are_stored_with_their_bullet_or_number():
                                   "2. Type ^A d and log out", "- one", "- two", "- inner"]
 
 
-def test_a_note_box_title_starts_its_text_instead_of_standing_as_a_heading():
-    """DocBook's and Sphinx's note boxes title themselves ("警告", "Note"):
-    alone on a line the title reads as a heading and hides the section the
-    box is in ("sudo 配置")."""
-    docbook = ("<html><body><h3>1.1.12. sudo 配置</h3><p>这些技巧只对单用户工作站有用。</p>"
-               '<div class="warning"><table border="0" summary="Warning"><tr><td rowspan="2"><img alt="[警告]"/></td>'
-               "<th>警告</th></tr><tr><td><p>在多用户工作站中不要建立这样的普通用户账户。</p></td></tr></table></div>"
-               "</body></html>")
-    assert extract("html", docbook.encode(), "ch01.html").text.split("\n\n") == [
-        "1.1.12. sudo 配置", "这些技巧只对单用户工作站有用。", "警告：在多用户工作站中不要建立这样的普通用户账户。"]
-    sphinx = ('<html><body><div role="main"><h2>Reading files</h2><div class="admonition note">'
-              '<p class="admonition-title">Note</p><p>Close the files you open.</p></div></div></body></html>')
-    assert extract("html", sphinx.encode(), "io.html").text.split("\n\n") == [
-        "Reading files", "Note: Close the files you open."]
-
-
 def test_an_html_data_table_is_stored_as_rows_and_a_layout_table_as_text():
     """A row's cells stay on one line, under the header row, so a quote of
     the row says which value belongs to what; a note box laid out as a

@@ -124,10 +124,6 @@ TABLE_CELL_CHARS = 300  # a table with a longer cell lays out text; its rows are
 _BLOCKS = ("p,div,section,article,main,header,footer,aside,blockquote,pre,table,tr,ul,ol,li,dl,dt,dd,"
            "h1,h2,h3,h4,h5,h6,br,hr,figure,figcaption,form,fieldset,details,summary")
 _HIDDEN = "script,style,noscript,template,svg,nav,iframe,object"
-# note boxes (DocBook, Sphinx, MkDocs) and the element that titles one
-_ADMONITIONS = "div.note,div.warning,div.tip,div.caution,div.important,div.hint,div.attention,div.danger,.admonition"
-_ADMONITION_TITLE = "th,.title,.admonition-title,h1,h2,h3,h4,h5,h6"
-ADMONITION_LABEL_CHARS = 30
 # A private-use mark for the lines of preformatted text while the rest is joined (removed from the markup first).
 _KEPT_NEWLINE = "\ue001"
 _ITEM = "\ue002"  # where a list item starts, until it is written as "- " or "3. "
@@ -172,7 +168,6 @@ def _block_text(root) -> str:
         node.insert_before("\n\n")
         node.insert_after("\n\n")
     _mark_list_items(root)
-    _label_admonitions(root)
     raw = _WRAP_BESIDE_CJK.sub(_browser_join, root.text(separator="", strip=False)).replace(_KEPT_NEWLINE, "\n")
     raw = _ITEM_START.sub(lambda item: f"{item.group(1)}. " if item.group(1) else "- ", raw)
     lines = (" ".join(line.split()) for line in raw.split("\n"))
@@ -193,22 +188,6 @@ def _mark_list_items(root) -> None:
                 number += sibling.tag == "li"
                 sibling = sibling.prev
         item.insert_before(f"{_ITEM}{number}")
-
-
-def _label_admonitions(root) -> None:
-    """A note box's title ("Note", "警告") starts its first paragraph,
-    "Warning: Never share …", instead of standing as a line of its own that
-    reads as a heading and hides the section the box is in."""
-    for box in root.css(_ADMONITIONS):
-        title = box.css_first(_ADMONITION_TITLE)
-        if title is None:
-            continue
-        label = " ".join(title.text(separator=" ").split())
-        body = next((node for node in box.css("p") if node.mem_id != title.mem_id and node.text(strip=True)), None)
-        if not label or len(label) > ADMONITION_LABEL_CHARS or body is None:
-            continue
-        title.decompose()
-        body.insert_before(f"{label}：" if _CJK_CHAR.search(label) else f"{label}: ")
 
 
 def _enclosing_table(node):
