@@ -159,16 +159,25 @@ def _insight(finding: _Finding, label: str | None, lab: dict[str, str]) -> Insig
 
 
 def _quoted(window: Window, lab: dict[str, str]) -> str:
-    """The quote as the reader reads it: its words verbatim, whitespace made
-    one space, and the rows of a table it spans told apart ("9 | SIGKILL;
+    """The quote as the reader reads it: its words verbatim, on one line,
+    and the rows of a table it spans told apart ("9 | SIGKILL;
     15 | SIGTERM") instead of run together by their bars."""
     if not any(m.row for m in window.members):
-        return " ".join(window.text.split())
+        return _one_line(window.text)
     out = ""
     for before, member in zip([None, *window.members], window.members):
         glue = "" if before is None else lab["rows_between"] if before.row and member.row else " "
-        out += glue + " ".join(member.text.split())
+        out += glue + _one_line(member.text)
     return out
+
+
+_WRAPPED_AT_HYPHEN = re.compile(r"(?<=[a-z]-)[ \t]*\n\s*(?=[a-z])")
+
+
+def _one_line(text: str) -> str:
+    """Whitespace made one space, and a compound the source wrapped after
+    its hyphen ("reference-\n   counting") whole again."""
+    return " ".join(_WRAPPED_AT_HYPHEN.sub("", text).split())
 
 
 def _label(part: Part | None) -> str | None:

@@ -314,3 +314,15 @@ def test_a_sentence_that_introduces_a_list_is_quoted_with_its_items():
                                           "Simple statements", steps)], "How is an import statement executed?")
     first = quotes(result)[0]
     assert "1. find a module" in first and "2. define a name" in first
+
+
+def test_a_compound_the_source_wrapped_after_its_hyphen_reads_whole():
+    """The reference's text wraps at 72 columns, sometimes inside
+    "reference-counting"; the insight reads it whole, and the citation
+    stays the stored text verbatim."""
+    page = GC_PAGE.replace("uses a reference-counting scheme", "uses a reference-\ncounting scheme")
+    result = extractive_synthesis([source(1, DATAMODEL, "Data model", page)],
+                                  "How does CPython collect garbage with reference counting?")
+    said = " ".join(i.text for i in result.synthesized_insights)
+    assert "reference-counting scheme" in said and "reference- counting" not in said
+    assert any("reference-\ncounting" in c.quote and c.verified for c in result.all_citations())
