@@ -85,10 +85,9 @@ _EN_ASKS = re.compile(r"\W*(?:(?:at|in|on|for|from|to|by|with|under|after|before
 _EN_SENTENCE_END = re.compile(r"(?<=[?.!])\s+(?=[A-Z])")
 _ZH_QUESTION = re.compile("怎么|怎样|如何|什么|哪|多少|多久|多长|几|吗|是否|能否|能不能|可不可以|要不要|会不会|为什么|为何|有没有|谁|"
                           r"呢(?=\s*[？?]?\s*$)")
-# a part that asks what the part before asked, of something else: "…？拨号上网呢？", "… And for shrimp?"
-_ELLIPTICAL = re.compile(r"^[^怎样如何什么哪多几吗是否能要会为有谁]*呢\s*[？?]?\s*$|"
-                         r"^\W*(?:(?:and|or|but)\s+)?(?:what|how)\s+about\b|^\W*(?:and|or|but)\s+(?:for|with|in|on|at|if)\b",
-                         re.IGNORECASE)
+_ZH_TRAILING_NE = re.compile(r"呢\s*[？?]?\s*$")
+_EN_ELLIPTICAL = re.compile(r"^\W*(?:(?:and|or|but)\s+)?(?:what|how)\s+about\b|^\W*(?:and|or|but)\s+(?:for|with|in|on|at|if)\b",
+                            re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -143,7 +142,7 @@ def read_question(text: str) -> Question:
         words = tuple(w for w in said if w not in framing)
         if not words and parts:  # "…, and how often?": the same subject as the part before
             words = parts[-1].words
-        if answer is None and parts and _ELLIPTICAL.search(piece.strip()):
+        if answer is None and parts and _elliptical(piece, chinese):
             answer = parts[-1].answer
         if words or answer:
             parts.append(Part(" ".join(piece.split()), words, answer, framing=tuple(w for w in said if w in framing)))
@@ -219,6 +218,16 @@ def _jieba():
     import jieba  # its dictionary ships in its wheel; loading it takes about half a second
     jieba.setLogLevel(logging.WARNING)
     return jieba
+
+
+def _elliptical(piece: str, chinese: bool) -> bool:
+    """A part that asks what the part before it asked, of something else,
+    with no interrogative of its own: "…？拨号上网呢？", "… And for shrimp?"."""
+    text = piece.strip()
+    if not chinese:
+        return bool(_EN_ELLIPTICAL.match(text))
+    body = _ZH_TRAILING_NE.sub("", text)
+    return body != text and not _ZH_QUESTION.search(body)
 
 
 def _answer_type(piece: str, chinese: bool) -> tuple[str | None, set[str]]:
