@@ -420,6 +420,7 @@ def test_an_english_question_is_split_where_a_clause_asks_again(asked, parts):
 
 @pytest.mark.parametrize("asked, follow_up, answer", [
     ("普通以太网的 MTU 一般设多少？拨号上网呢？", "拨号上网呢？", QUANTITY),
+    ("普通以太网的 MTU 一般设多少？有线网络呢？", "有线网络呢？", QUANTITY),
     ("How long do I cook white rice? What about brown rice?", "What about brown rice?", DURATION),
     ("How warm should the tank be? And for shrimp?", "And for shrimp?", TEMPERATURE),
 ])
