@@ -1,6 +1,6 @@
 -- The task's next output, added to `consolidated` beside its previous rows
 -- (consolidated_old_delete then removes those). One row per source: the first occurrence read wins; earlier output (prev)
--- was read before anything new. final_rank orders the whole task by score.
+-- was read before anything new. final_rank orders the whole task by score, then the provider's rank.
 -- Who wins and the ranking are decided on narrow rows (new_items, and the
 -- source_id and score of prev); the wide columns are then read for the
 -- winning rows only.
@@ -20,7 +20,7 @@ seen AS (
     -- struct compared field by field; query_id and item_index make it unique.
     SELECT source_id, count(*) AS seen_count,
            list_sort(list_distinct(list(query_order))) AS query_orders,
-           arg_min({'score_final': score_final, 'row_id': row_id},
+           arg_min({'score_final': score_final, 'rank': rank, 'row_id': row_id},
                    {'query_order': query_order, 'score_desc': -score_final,
                     'no_rank': rank IS NULL, 'rank': coalesce(rank, 0), 'item_index': item_index}) AS winner
     FROM new_items WHERE status = 'ok'
@@ -31,12 +31,13 @@ seen_named AS (
     FROM seen AS s, query_names AS q
 ),
 firsts AS (
-    SELECT source_id, winner.score_final, winner.row_id
+    SELECT source_id, winner.score_final, winner.rank, winner.row_id
     FROM seen WHERE source_id NOT IN (SELECT source_id FROM prev)
 ),
 ranks AS (
-    SELECT source_id, row_number() OVER (ORDER BY score_final DESC, source_id) AS final_rank
-    FROM (SELECT source_id, score_final FROM prev UNION ALL SELECT source_id, score_final FROM firsts)
+    -- equal scores keep the order the provider gave (source_id, a hash of the URL, only settles the rest)
+    SELECT source_id, row_number() OVER (ORDER BY score_final DESC, rank NULLS LAST, source_id) AS final_rank
+    FROM (SELECT source_id, score_final, rank FROM prev UNION ALL SELECT source_id, score_final, rank FROM firsts)
 ),
 winners AS (
     SELECT r.* FROM results AS r JOIN firsts AS f ON r.rowid = f.row_id

@@ -126,6 +126,19 @@ def test_final_rank_orders_every_source_by_score(lake, inbox, new_bundle, new_it
     assert ranked == [(1, "e"), (2, "b"), (3, "c"), (4, "d"), (5, "a")]
 
 
+def test_equal_scores_keep_the_order_the_provider_gave(lake, inbox, new_bundle, new_item):
+    """A source id is a hash of the URL: ordering ties by it alone would
+    swap two equally scored files when their folder moves."""
+    land(lake, inbox, new_bundle("q1", [new_item("https://a.example/", 0.5, source_id="z", rank=1),
+                                        new_item("https://b.example/", 0.5, source_id="a", rank=2),
+                                        new_item("https://c.example/", 0.5, source_id="m")]))
+    lake.consolidate()
+    assert [row["source_id"] for row in lake.consolidated()] == ["z", "a", "m"]  # no rank reads last
+    land(lake, inbox, new_bundle("q2", [new_item("https://d.example/", 0.5, source_id="b", rank=3)]))
+    lake.consolidate()  # a later bundle's tie is ranked among the earlier output the same way
+    assert [row["source_id"] for row in lake.consolidated()] == ["z", "a", "b", "m"]
+
+
 def test_the_cursor_describes_what_was_read(lake, inbox, new_bundle, new_item):
     land(lake, inbox,
          new_bundle("q2", [new_item("https://a.example/", 0.9, source_id="a"),
