@@ -90,7 +90,7 @@ COPY (
             ORDER BY query_sort_key, query_id, score_final DESC, rank NULLS LAST, item_index) = 1
     )
     SELECT task_id, source_id,
-           row_number() OVER (ORDER BY score_final DESC, source_id) AS final_rank,
+           row_number() OVER (ORDER BY score_final DESC, rank NULLS LAST, source_id) AS final_rank,
            seen_count, query_id, query_text, query_intent, provider, rank, url, title,
            snippet, content_text, language, published_at, captured_at, http_status,
            score_relevance, score_freshness, score_authority, score_final
