@@ -171,8 +171,8 @@ def candidates(sources: list[Source]) -> list[Sentence]:
                 sentences.extend(_row(source, start, end, block_no, section, heading, columns))
                 continue
             columns = ""
-            neighbours = [text[slice(*spans[j])] if 0 <= j < len(spans) else "" for j in (k - 1, k + 1)]
-            if _is_heading(block) and not _list_item(block, *neighbours):
+            if _is_heading(block) and not _list_item(block, *(text[slice(*spans[j])] if 0 <= j < len(spans) else ""
+                                                              for j in (k - 1, k + 1))):
                 heading, section = block.strip("#*=-~^ \t"), section + 1
                 continue
             short = weight_len(" ".join(block.split())) <= SHORT_BLOCK

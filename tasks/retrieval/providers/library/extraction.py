@@ -178,16 +178,13 @@ def _mark_list_items(root) -> None:
     """A list item starts with "- " (or its number in an ordered list), as
     in Markdown: a short item ("Unplug the network cable") is then read as
     an item of its list, not as a heading."""
+    numbers = {}
+    for ordered in root.css("ol"):
+        items = [child for child in ordered.iter() if child.tag == "li"]
+        numbers.update((item.mem_id, n) for n, item in enumerate(items, 1))
     for item in root.css("li"):
-        if not item.text(strip=True):
-            continue
-        number = ""
-        if item.parent is not None and item.parent.tag == "ol":
-            number, sibling = 1, item.prev
-            while sibling is not None:
-                number += sibling.tag == "li"
-                sibling = sibling.prev
-        item.insert_before(f"{_ITEM}{number}")
+        if item.text(strip=True):
+            item.insert_before(f"{_ITEM}{numbers.get(item.mem_id, '')}")
 
 
 def _enclosing_table(node):
