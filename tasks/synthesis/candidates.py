@@ -183,7 +183,9 @@ def candidates(sources: list[Source]) -> list[Sentence]:
                 if fold(sentence) == title or not sentence.strip():
                     continue
                 statement = quotable(sentence)
-                if statement or _is_code(sentence):  # code is quoted only after a sentence that introduces it
+                # code, or a list item too short to stand as evidence ("- 小写字母"), is quoted only after
+                # a sentence that introduces it
+                if statement or _is_code(sentence) or bullet:
                     quoted = s + len(clip(sentence, QUOTE_CHARS)) if statement else e
                     sentences.append(Sentence(source, s, quoted, e, block_no, section, heading, short,
                                               statement=statement))

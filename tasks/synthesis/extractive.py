@@ -14,7 +14,8 @@ of it (tasks/synthesis/question.py), chosen by tasks/synthesis/evidence.py:
 - near-identical sentences in other documents corroborate; two sources of
   one document (one page) count once;
 - figures become key data points only when they are measures (a number, a
-  unit, the words it measures) in such a sentence;
+  unit, the words it measures) in evidence of some strength beside each
+  part's best (a sentence that barely touches the question gives none);
 - a part no source speaks to clearly is said as a gap; when no part is, the
   report says the sources do not answer the question — and when passages
   touch it, that only such passages are quoted.
@@ -72,7 +73,6 @@ def _pick(question: Question, found: list[Window], scores: Scores, opts: Extract
     """The best evidence of each part, then by maximal marginal relevance;
     no sentence is quoted twice."""
     best = scores.best_relevance()
-    wanted = np.any(scores.eligible, axis=0)
     related = {found[i].first for i in np.flatnonzero(scores.related())}
     chosen: list[_Finding] = []
     used: set[int] = set()
@@ -108,8 +108,7 @@ def _pick(question: Question, found: list[Window], scores: Scores, opts: Extract
     top = float(best.max()) if len(best) and best.max() > 0 else 1.0
     near_leads = {f.window.source.document for f in chosen}
     # past each part's lead, only evidence of some strength beside the best
-    strong = np.any([support >= opts.fill_share * best_support for support, best_support
-                     in zip(scores.supports, scores.support)], axis=0) & wanted
+    strong = _strong(scores, opts)
     if not any(scores.sure()):  # passages that only touch the question: more only from the same documents
         strong &= np.array([w.source.document in near_leads for w in found], dtype=bool)
     pool = [int(i) for i in np.argsort(-best, kind="stable") if strong[i]][:opts.pool]
@@ -121,6 +120,14 @@ def _pick(question: Question, found: list[Window], scores: Scores, opts: Extract
             (jaccard(found[i].termset, f.window.termset) for f in chosen), default=0.0))
         take(pick)
     return chosen[:leads] + sorted(chosen[leads:], key=lambda f: -f.relevance)
+
+
+def _strong(scores: Scores, opts: ExtractiveOptions) -> np.ndarray:
+    """Per window: evidence with some strength beside each part's best."""
+    if not scores.supports:
+        return np.zeros(0, dtype=bool)
+    return np.any([support >= opts.fill_share * best for support, best in zip(scores.supports, scores.support)],
+                  axis=0) & np.any(scores.eligible, axis=0)
 
 
 def _label_of(finding: _Finding, question: Question, scores: Scores) -> str | None:
@@ -309,7 +316,9 @@ def extractive_synthesis(sources: list[Source], question_text: str, plan: dict |
     scores = score(question, found)
     picked = _pick(question, found, scores, opts)
     insights = [_insight(f, _label_of(f, question, scores), lab) for f in picked]
-    points = _points([w.lead for w in found], [float(r) for r in scores.best_relevance()])
+    # figures only from evidence of some strength: a measure in a sentence that barely touches the question is noise
+    relevance = np.where(_strong(scores, opts), scores.best_relevance(), 0.0)
+    points = _points([w.lead for w in found], [float(r) for r in relevance])
     issues = _contradictions(points, lab, opts.max_contradictions)
     issues += _gaps(question, scores.answered(), scores.sure(), lab)
     result = SynthesisResult(question=question_text, language=question.language, synthesized_insights=insights,

@@ -98,6 +98,16 @@ def test_only_measures_are_key_data_points():
     assert "modulo operator on floats" in result.key_data_points[0].measure
 
 
+def test_a_figure_in_a_sentence_that_barely_touches_the_question_is_no_key_data_point():
+    """Key data points come from the evidence that answers: the bakery's
+    "40 kg of dough" shares one word with a question about resting dough."""
+    page = ("Resting dough\n\nAfter kneading, let the bread dough rest for 45 minutes at room temperature, covered.\n\n"
+            "Our bakery\n\nThe bakery down the road sells 300 loaves of bread a day from an oven built for 40 kg of dough.\n")
+    result = extractive_synthesis([source(1, "https://bread.example.org/dough", "Bread notes", page)],
+                                  "How long should bread dough rest?")
+    assert [(p.value, p.unit) for p in result.key_data_points] == [(45.0, "minutes")]
+
+
 def test_a_question_the_sources_do_not_cover_says_so_and_quotes_nothing():
     sources = [source(1, f"{DATAMODEL}?topic=objects#objects", "Objects, values and types", GC_PAGE)]
     result = extractive_synthesis(sources, "How do I bake sourdough bread?")
@@ -314,6 +324,14 @@ def test_a_sentence_that_introduces_a_list_is_quoted_with_its_items():
                                           "Simple statements", steps)], "How is an import statement executed?")
     first = quotes(result)[0]
     assert "1. find a module" in first and "2. define a name" in first
+    # items too short to stand as evidence of their own ("小写字母") are quoted after the sentence introducing them
+    page = ("4.3. 好密码\n\n在系统安装时建立一个账号或使用 passwd(1) 命令时，你应该选择一个好密码，它应该由 6 到 8 个字符组成，"
+            "其中包含下列根据 passwd(1) 设定的每个组合中的一个或多个字符。\n\n- 小写字母\n\n- 数字 0 到 9\n\n- 标点符号\n\n"
+            "4.4. 设立加密的密码\n\n下面是一些用于生成加盐的加密密码的独立工具。\n")
+    result = extractive_synthesis([source(1, "file:///usr/share/doc/debian-reference/ch04.zh-cn.html", "第 4 章 认证",
+                                          page)], "密码应该包含哪些字符？")
+    first = quotes(result)[0]
+    assert "你应该选择一个好密码" in first and "- 小写字母" in first and "- 标点符号" in first
 
 
 def test_a_compound_the_source_wrapped_after_its_hyphen_reads_whole():
