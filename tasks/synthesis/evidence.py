@@ -23,7 +23,9 @@ For each part of the question (tasks/synthesis/question.py) a sentence gets:
   debian_ref_zh went from 0.343 to 0.471 (bench/answers.py);
 - answer type: whether it holds the kind of answer the part wants (a
   duration for "how long", a temperature, a frequency, a figure);
-- heading: the share of the part's words the heading above it holds;
+- heading: the share of the part's words the heading above it holds, and
+  whether the heading asks for the kind of answer the part wants ("How
+  much and how often" above the answer to "How often should I feed …?");
 - section: the share its whole section holds (heading and sentences): in
   documentation the answer is a section about the question;
 - the source's place in the task's ranking (retrieval judged the whole page).
@@ -49,7 +51,7 @@ from tasks.retrieval.bm25 import TermIndex, feedback_weights
 from tasks.synthesis.candidates import Sentence, Window
 from tasks.synthesis.figures import figures
 from tasks.synthesis.passages import has_cjk
-from tasks.synthesis.question import (chinese_words, DEFINITION, DURATION, FREQUENCY, MEASURES, QUANTITY, TEMPERATURE, Part, Question,
+from tasks.synthesis.question import (asks_for, chinese_words, DEFINITION, DURATION, FREQUENCY, MEASURES, QUANTITY, TEMPERATURE, Part, Question,
                                       holds)
 
 CONTEXT_CREDIT = 0.5   # a word the sentence's title, heading or neighbours hold, not the sentence itself
@@ -66,6 +68,7 @@ LEXICAL_WEIGHT = 0.25
 RANK_WEIGHT = 0.3      # the prior for the source ranked first, falling as 1/rank
 HEADING_WEIGHT = 0.2   # what the share of the part's words its heading holds adds
 SECTION_WEIGHT = 0.3   # what the share of the part's words its whole section holds adds
+ASKS_WEIGHT = 0.2      # what a heading that asks for the kind of answer the part wants adds ("How often")
 # general rarity of a word (Zipf: 7 for the commonest words, 1 for the rarest):
 # (COMMON_ZIPF − zipf) / RARITY_SCALE, within [RARITY_MIN, RARITY_MAX]
 COMMON_ZIPF, RARITY_SCALE, RARITY_MIN, RARITY_MAX, RARE_ZIPF = 7.0, 4.0, 0.15, 1.25, 3.0
@@ -164,6 +167,7 @@ def score(question: Question, found: list[Window]) -> Scores:
         eligible = support >= ELIGIBLE
         relevance = (coverage + LEXICAL_WEIGHT * _lexical(index, part) + DENSE_WEIGHT * dense
                      + TYPE_WEIGHT * typed + prior + HEADING_WEIGHT * _heading_share(part, found, idf)
+                     + ASKS_WEIGHT * _heading_asks(part, found)
                      + SECTION_WEIGHT * _section_share(part, found, idf, sections))
         out.coverage.append(coverage)
         out.own.append(own)
@@ -238,6 +242,17 @@ def _heading_share(part: Part, found: list[Window], weight: dict[str, float]) ->
             held = frozenset(terms(heading))
             shares[heading] = sum(weight[w] for w in part.words if holds(w, held, text)) / total
     return np.array([shares[w.lead.heading] for w in found])
+
+
+def _heading_asks(part: Part, found: list[Window]) -> np.ndarray:
+    """1 where the heading a window sits under asks for the kind of answer
+    the part wants ("How much and how often", "多久换一次水"), else 0."""
+    asks: dict[str, bool] = {}
+    for window in found:
+        heading = window.lead.heading
+        if heading not in asks:
+            asks[heading] = asks_for(heading, part.answer)
+    return np.array([float(asks[w.lead.heading]) for w in found])
 
 
 def _sections(found: list[Window]) -> dict[int, tuple[frozenset[str], str]]:

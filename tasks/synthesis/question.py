@@ -230,6 +230,15 @@ def _elliptical(piece: str, chinese: bool) -> bool:
     return body != text and not _ZH_QUESTION.search(body)
 
 
+def asks_for(text: str, answer: str | None) -> bool:
+    """Whether a text (a heading) asks for the kind of answer a part wants:
+    "How much and how often" above the answer to "How often should I feed …?"."""
+    if answer is None or answer == YES_NO:
+        return False
+    lowered = normalize(text)
+    return any(kind == answer and cue.search(lowered) for kind, cue, _ in (_ZH_CUES if is_cjk(text) else _EN_CUES))
+
+
 def _answer_type(piece: str, chinese: bool) -> tuple[str | None, set[str]]:
     lowered = normalize(piece)
     for answer, cue, framing in _ZH_CUES if chinese else _EN_CUES:

@@ -7,7 +7,10 @@ to be one."""
 from __future__ import annotations
 
 from tasks.synthesis.base import Source
+from tasks.synthesis.candidates import candidates, windows
+from tasks.synthesis.evidence import score
 from tasks.synthesis.extractive import extractive_synthesis
+from tasks.synthesis.question import FREQUENCY, QUANTITY, asks_for, read_question
 from tasks.synthesis.modeling import extractive_blueprint
 
 DATAMODEL = "https://docs.python.org/3.11/reference/datamodel.html"
@@ -96,6 +99,21 @@ def test_only_measures_are_key_data_points():
     points = [(p.value, p.unit) for p in result.key_data_points]
     assert points == [(12.0, "ms")]
     assert "modulo operator on floats" in result.key_data_points[0].measure
+
+
+def test_a_heading_that_asks_for_the_kind_of_answer_wanted_ranks_its_sentences_higher():
+    """Notes file their answers under the question's own interrogative:
+    "How much and how often" above "Adults: once or twice a day"."""
+    assert asks_for("How much and how often", FREQUENCY) and asks_for("How much and how often", QUANTITY)
+    assert asks_for("1.1.7. 多久换一次水", FREQUENCY) and not asks_for("Sunday log", FREQUENCY)
+    for heading, question in [("How often", "How often should I clean the filter?"),
+                              ("多久清洗一次", "过滤器应该多久清洗一次？")]:
+        said = "Clean the filter every four weeks." if question.isascii() else "每四周清洗一次过滤器。"
+        page = f"Sunday log\n\n{said}\n\n{heading}\n\n{said}\n"
+        found = windows(candidates([source(1, "https://notes.example.org/filter", "Filter care", page)]))
+        relevance = score(read_question(question), found).relevance[0]
+        assert [w.lead.heading for w in found] == ["Sunday log", heading]
+        assert relevance[1] > relevance[0]
 
 
 def test_a_figure_in_a_sentence_that_barely_touches_the_question_is_no_key_data_point():
