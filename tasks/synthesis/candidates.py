@@ -243,7 +243,7 @@ def quote_from(window: Window, taken: set[int], related: set[int], limit: int,
     back to it: "It", "This", "这"), and the sentences after
     it that go on answering — the rest of its paragraph, the
     next items of its list, a next paragraph of a short section when it is
-    `related` to the question (indices of such sentences), the code a
+    `related` to the question (indices of such sentences; after code too), the code a
     sentence introduces ("… set it as follows:") or that follows the
     paragraph it ends — while the quote stays
     within `limit` characters and they are not quoted elsewhere (nor, going
@@ -270,9 +270,11 @@ def quote_from(window: Window, taken: set[int], related: set[int], limit: int,
             if not (a.source is b.source and a.section == b.section and (
                     not a.statement or _INTRODUCES.search(a.text) or b.block == a.block + 1)):
                 break
-        elif not (a.source is b.source and a.statement and (a.block == b.block or (a.section == b.section and (
-                (a.short_block and b.short_block) or (a.short_section and last + 1 in related)
-                or (b.short_block and _INTRODUCES.search(a.text)))))):
+        elif not (a.source is b.source and (a.statement or a.short_section) and (
+                (a.statement and a.block == b.block) or (a.section == b.section and (
+                    (a.statement and a.short_block and b.short_block) or (a.short_section and last + 1 in related)
+                    or (a.statement and b.short_block and _INTRODUCES.search(a.text)))))):
+            # (after code, the next paragraph of a short section that speaks to the question goes on too)
             break
         last += 1
     return Window(first, last, sentences)

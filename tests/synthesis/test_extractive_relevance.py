@@ -352,6 +352,21 @@ def test_a_sentence_that_introduces_a_list_is_quoted_with_its_items():
     assert "你应该选择一个好密码" in first and "- 小写字母" in first and "- 标点符号" in first
 
 
+def test_a_short_section_goes_on_past_its_code_when_the_next_paragraph_speaks_to_the_question():
+    """A short section of prose and commands is one answer: the quote does
+    not stop at the first command and leave the second for another quote."""
+    page = ("1.1.12. sudo 配置\n\n对于典型的单用户工作站，通常简单地配置 sudo(8) 来使非特权用户（例如用户 penguin）"
+            "只需输入用户密码而非 root 密码就能获得管理员权限。\n\n# echo \"penguin ALL=(ALL) ALL\" >> /etc/sudoers\n\n"
+            "另外，可以使用下列命令使非特权用户（例如用户 penguin）无需密码就获得管理员权限。\n\n"
+            "# echo \"penguin ALL=(ALL) NOPASSWD:ALL\" >> /etc/sudoers\n\n"
+            "1.1.13. 休息一下\n\n现在是时候休息一下了，你已经学会了很多东西。\n")
+    result = extractive_synthesis([source(1, "file:///usr/share/doc/debian-reference/ch01.zh-cn.html",
+                                          "第 1 章 GNU/Linux 教程", page)], "怎么配置 sudo 让普通用户获得管理员权限？")
+    first = quotes(result)[0]
+    assert first.startswith("对于典型的单用户工作站") and first.endswith("NOPASSWD:ALL\" >> /etc/sudoers")
+    assert "休息" not in " ".join(quotes(result))
+
+
 def test_a_compound_the_source_wrapped_after_its_hyphen_reads_whole():
     """The reference's text wraps at 72 columns, sometimes inside
     "reference-counting"; the insight reads it whole, and the citation
