@@ -18,7 +18,8 @@ of it (tasks/synthesis/question.py), chosen by tasks/synthesis/evidence.py:
   part's best (a sentence that barely touches the question gives none);
 - a part no source speaks to clearly is said as a gap; when no part is, the
   report says the sources do not answer the question — and when passages
-  touch it, that only such passages are quoted.
+  touch it, that only such passages are quoted (from the leads' documents
+  and those whose best passage comes close to the leads').
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ class ExtractiveOptions:
     quote_chars: int = 800      # a quote runs on through its section up to this length
     fill_share: float = 0.5     # more quotes than the leads: support at least this share of the best
     rank_margin: float = 0.15   # a better-ranked page's evidence leads when its relevance is this close
+    hedge_margin: float = 0.3   # no part answered clearly: more from documents whose best evidence is this close
 
 
 # -- findings ---------------------------------------------------------------------------
@@ -106,10 +108,14 @@ def _pick(question: Question, found: list[Window], scores: Scores, opts: Extract
             take(_lead(order, scores.relevance[p], found, opts))
     leads = len(chosen)
     top = float(best.max()) if len(best) and best.max() > 0 else 1.0
-    near_leads = {f.window.source.document for f in chosen}
     # past each part's lead, only evidence of some strength beside the best
     strong = _strong(scores, opts)
-    if not any(scores.sure()):  # passages that only touch the question: more only from the same documents
+    if not any(scores.sure()) and chosen:
+        # passages that only touch the question: more only from the leads' documents and those whose best
+        # evidence comes close to the leads' (the lead may be the wrong one of two near-equal pages)
+        floor = min(f.relevance for f in chosen) - opts.hedge_margin
+        near_leads = {f.window.source.document for f in chosen} | {w.source.document for i, w in enumerate(found)
+                                                                   if best[i] >= floor}
         strong &= np.array([w.source.document in near_leads for w in found], dtype=bool)
     pool = [int(i) for i in np.argsort(-best, kind="stable") if strong[i]][:opts.pool]
     while len(chosen) < opts.max_insights:

@@ -210,6 +210,31 @@ def test_sources_that_only_touch_the_question_are_quoted_with_a_caution():
     assert "only touch on it" in gaps[0]
 
 
+def test_a_cautious_answer_quotes_the_close_second_page_too():
+    """No part answered clearly: the closest passages are quoted with a
+    caution, and they come from every page whose evidence is close to the
+    lead's — here the lead ("what they are fed") is on the wrong page."""
+    checklist = ("Checklist for the fish shop\n\nBefore buying:\n"
+                 "  [ ] Ask how long they have been in the shop. I prefer fish that\n"
+                 "      have been there at least a week (the worst deaths happen in\n      the first days after shipping).\n"
+                 "  [ ] Ask what they are fed and try to see them eat.\n"
+                 "  [ ] Ask about adult size and the group size they need.\n")
+    away = ("Feeding while away\n\nHealthy adult fish in an established tank can go a week without food\n"
+            "without any problem - I have done 7 days twice. For anything up to a\nweek I just don't feed.\n\n"
+            "For longer (2 weeks in August):\n"
+            "  - pre-portion each day's food into a pill organiser and ask the\n"
+            "    neighbour to feed every other day ONE compartment only. People who\n    don't keep fish always overfeed.\n"
+            "  - no \"holiday feeder\" blocks. Tried one once, half of it dissolved and\n    the water went cloudy.\n")
+    result = extractive_synthesis([source(1, "file:///notes/buying-fish-checklist.txt", "buying-fish-checklist", checklist),
+                                   source(2, "file:///notes/vacation-feeding.txt", "vacation-feeding", away)],
+                                  "Who makes sure my fish are fed while I am on holiday for two weeks?")
+    gaps = [g.description for g in result.contradictions_or_gaps if g.kind == "gap"]
+    assert gaps and gaps[0].startswith("The sources found may not answer this question")
+    insights = result.synthesized_insights
+    assert insights[0].citations[0].quote.startswith("[ ] Ask what they are fed")
+    assert any(i.citations[0].source_id == "s2" for i in insights)
+
+
 def test_a_multi_part_question_gets_each_part_answered_or_named_as_a_gap():
     text = ("# Sourdough\n\nLet the dough rest for 30 to 45 minutes before shaping.\n\n"
             "Bake it in the oven at 230 °C for the first 20 minutes with the lid on.\n")
