@@ -85,6 +85,8 @@ _EN_ASKS = re.compile(r"\W*(?:(?:at|in|on|for|from|to|by|with|under|after|before
 _EN_SENTENCE_END = re.compile(r"(?<=[?.!])\s+(?=[A-Z])")
 _ZH_QUESTION = re.compile("怎么|怎样|如何|什么|哪|多少|多久|多长|几|吗|是否|能否|能不能|可不可以|要不要|会不会|为什么|为何|有没有|谁|"
                           r"呢(?=\s*[？?]?\s*$)")
+# a clause that only names what the asker wants to know ("想知道…是哪个软件包装的，"): the question follows it
+_ZH_EMBEDDED = re.compile(r"^\W*(?:我)?(?:很|就)?(?:想|要|不|没)?(?:知道|了解|清楚|确定|搞清楚|弄清楚|弄明白|搞明白)")
 _ZH_TRAILING_NE = re.compile(r"呢\s*[？?]?\s*$")
 _EN_ELLIPTICAL = re.compile(r"^\W*(?:(?:and|or|but)\s+)?(?:what|how)\s+about\b|^\W*(?:and|or|but)\s+(?:for|with|in|on|at|if)\b",
                             re.IGNORECASE)
@@ -263,7 +265,7 @@ def _zh_parts(text: str) -> list[str]:
     pieces = []
     for sentence in re.split(r"(?<=[？?；;])", text.strip()):
         clauses = [c for c in re.split(r"(?<=[，,])", sentence) if c.strip()]
-        if sum(1 for c in clauses if _ZH_QUESTION.search(c)) < 2:
+        if sum(1 for c in clauses if _ZH_QUESTION.search(c) and not _ZH_EMBEDDED.match(c)) < 2:
             clauses = [sentence] if sentence.strip() else []
         pieces += clauses
     return _with_context(pieces, lambda p: bool(_ZH_QUESTION.search(p)))

@@ -357,7 +357,9 @@ def test_a_chinese_question_of_two_questions_has_two_parts_whatever_its_interrog
         parts = read_question(asked).parts
         assert len(parts) == 2, asked
     assert "umask" in read_question("新建文件的默认权限是谁决定的？umask 设成 0022 和 0002 有什么不同？").parts[1].words
-
+    # a clause that only names what the asker wants to know is the subject of the question after it
+    parts = read_question("想知道系统里某个文件是哪个软件包装进来的，用什么命令查？").parts
+    assert len(parts) == 1 and {"文件", "命令"} <= set(parts[0].words)
 
 
 def test_what_a_chinese_question_does_not_want_is_no_word_a_passage_must_hold():
