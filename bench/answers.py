@@ -19,7 +19,8 @@ In one run per set, offline (library only), in a fresh SEARCHLAKE_HOME:
   its match strings occurs in the answer a reader reads: the insights and
   key data points, compared after NFKC, case folding, reading table cell
   borders as spaces and collapsing whitespace — none at all around CJK
-  text), complete answers (every nugget
+  text) — and of those, the nuggets in the summary `searchlake research`
+  prints in the terminal (its first five findings) — complete answers (every nugget
   of the question), the first insight citing a relevant page, honest gaps
   (uncovered questions whose report says the sources do not answer it, or
   may not: the passages quoted only touch it), false gaps (covered
@@ -80,6 +81,19 @@ def answer_text(synthesis: dict) -> str:
     return "\n".join(item.get("text") or "" for item in items)
 
 
+def summary_text(synthesis: dict) -> str:
+    """What `searchlake research` prints of the answer in the terminal: the
+    summary's first findings (the full report holds the rest)."""
+    from schemas.report import SynthesisResult
+    from tasks.reporting.layout import summary_items
+    from tasks.reporting.terminal import MAX_FINDINGS
+
+    if not synthesis.get("synthesized_insights"):
+        return ""
+    result = SynthesisResult.model_validate(synthesis)
+    return "\n".join(result.synthesized_insights[i].text for i in summary_items(result, limit=MAX_FINDINGS))
+
+
 def says_unanswered(synthesis: dict) -> bool:
     """The report's whole-question gap: a gap with no dimension."""
     return any(g.get("kind") == "gap" and not g.get("dimension")
@@ -101,7 +115,7 @@ def citations_verified(synthesis: dict) -> tuple[int, int]:
 def score_answers(judged: JudgedSet, syntheses: list[dict | None]) -> dict:
     covered = [(q, s) for q, s in zip(judged.questions, syntheses) if q.get("kind") != "uncovered"]
     uncovered = [(q, s) for q, s in zip(judged.questions, syntheses) if q.get("kind") == "uncovered"]
-    nuggets = found = complete = first_ok = false_gaps = hedged = verified = cited = 0
+    nuggets = found = in_summary = complete = first_ok = false_gaps = hedged = verified = cited = 0
     per_question = {}
     for q, s in covered:
         s = s or {}
@@ -109,6 +123,8 @@ def score_answers(judged: JudgedSet, syntheses: list[dict | None]) -> dict:
         hits = [nugget_found(n, text) for n in q["nuggets"]]
         nuggets += len(hits)
         found += sum(hits)
+        summary = summary_text(s)
+        in_summary += sum(nugget_found(n, summary) for n in q["nuggets"])
         complete += all(hits) and bool(hits)
         first_ok += bool(set(first_insight_pages(s, judged.library)) & set(q["relevant"]))
         false_gaps += says_unanswered(s) and not s.get("synthesized_insights")
@@ -129,6 +145,7 @@ def score_answers(judged: JudgedSet, syntheses: list[dict | None]) -> dict:
     return {
         "covered": len(covered), "uncovered": len(uncovered),
         "nugget_recall": round(found / max(1, nuggets), 3), "nuggets": f"{found}/{nuggets}",
+        "nuggets_in_terminal_summary": f"{in_summary}/{nuggets}",
         "complete_answers": f"{complete}/{len(covered)}",
         "first_insight_relevant": round(first_ok / n, 3), "first_insight": f"{first_ok}/{len(covered)}",
         "honest_gaps": f"{honest}/{len(uncovered)}", "false_gaps": f"{false_gaps}/{len(covered)}",
@@ -223,7 +240,8 @@ def print_table(results: list[dict]) -> None:
         for name, m in (r.get("methods") or {}).items():
             print(f"{r['set']:16} {name:14} hit@5 {m['hit@5']:.3f}  MRR@10 {m['mrr@10']:.3f}  n {m['questions']}")
         a = r["answers"]
-        print(f"{r['set']:16} answers: nugget recall {a['nugget_recall']:.3f} ({a['nuggets']}); complete "
+        print(f"{r['set']:16} answers: nugget recall {a['nugget_recall']:.3f} ({a['nuggets']}; in the terminal's "
+              f"summary {a.get('nuggets_in_terminal_summary', '-')}); complete "
               f"{a['complete_answers']}; first insight relevant {a['first_insight']}; honest gaps "
               f"{a['honest_gaps']}; covered said unanswered {a['false_gaps']} (nothing quoted), hedged "
               f"{a['hedged']} (quoted, said to only touch it); quotes verified {a['quotes_verified']}"
