@@ -1,5 +1,6 @@
 """The answer as a terminal shows it after a research run: the summary's
-findings with their note numbers, what the sources do not cover, and the
+first findings with their note numbers (and how many more the report
+holds), what the sources do not cover, and the
 cited sources — plain text wrapped to the terminal's width, numbered as
 report.md and report.html number them. Source text is untrusted: nothing
 it holds reaches the terminal as a control sequence."""
@@ -36,6 +37,8 @@ def answer_lines(report: ResearchReport, width: int = 80) -> list[str]:
         lines += _wrapped(f"{insight.text} {marks}".rstrip(), width, bullet="• ")
     if not shown:
         lines.append(lab["nothing"])
+    elif len(shown) < len(synthesis.synthesized_insights):
+        lines.append(lab["more_findings"].format(count=len(synthesis.synthesized_insights) - len(shown)))
     for gap in (g.description for g in synthesis.contradictions_or_gaps if g.kind == "gap"):
         if gap != said:
             lines += _wrapped(gap, width, bullet="– ")

@@ -43,6 +43,7 @@ LABELS: dict[str, dict[str, str]] = {
         "question": "Question",
         "unverified": "quote not found in the source",
         "nothing": "Nothing found.",
+        "more_findings": "… and {count} more in the full report.",
         "citability": "citability",
     },
     "zh": {
@@ -80,6 +81,7 @@ LABELS: dict[str, dict[str, str]] = {
         "question": "问题",
         "unverified": "引文未在来源中找到",
         "nothing": "未找到内容。",
+        "more_findings": "……完整报告中还有 {count} 条。",
         "citability": "可引用性",
     },
 }

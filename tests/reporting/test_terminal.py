@@ -58,6 +58,33 @@ def test_source_text_never_reaches_the_terminal_as_a_control_sequence():
     assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e]", shown)
 
 
+def test_the_terminal_says_how_many_more_findings_the_report_holds():
+    paragraphs = ["The garbage collector finds reference cycles that reference counting alone never frees.",
+                  "To find reference cycles, the garbage collector walks each generation of container objects.",
+                  "Reference cycles through a frame are found by the garbage collector only when it next runs.",
+                  "Objects with finalizers inside reference cycles are found and freed by the garbage collector.",
+                  "The gc module asks the garbage collector to find reference cycles at once, by hand.",
+                  "Thresholds decide how often the garbage collector tries to find reference cycles per generation.",
+                  "Weak references avoid reference cycles, so the garbage collector has fewer to find.",
+                  "A disabled garbage collector never finds reference cycles, and they stay in memory."]
+    paragraphs += [f"垃圾回收器在扫描第 {n} 代对象时发现循环引用，并回收其中的{s}。"
+                   for n, s in enumerate(["列表", "字典", "帧对象", "类", "闭包", "生成器", "模块", "集合"])]
+    sources = [Source(number=n, source_id=f"s{n}", url=f"file:///notes/gc-{n}.md", title=f"GC note {n}",
+                      content_text=text) for n, text in enumerate(paragraphs, 1)]
+    listed = [ReportSource(title=s.title, url=s.url, noteIndex=s.number, sourceId=s.source_id) for s in sources]
+    for question, more in (("How does the garbage collector find reference cycles?", "… and {} more in the full report."),
+                           ("垃圾回收器怎么发现循环引用？", "……完整报告中还有 {} 条。")):
+        synthesis = extractive_synthesis(sources, question)
+        report = ResearchReport(markdown="", synthesis=synthesis, sources=listed)
+        lines = answer_lines(report, width=80)
+        extra = len(synthesis.synthesized_insights) - 5
+        assert extra > 0 and more.format(extra) in lines
+        assert sum(line.startswith("• ") for line in lines) == 5
+    few = extractive_synthesis(sources[:1], "How are reference cycles found?")
+    lines = answer_lines(ResearchReport(markdown="", synthesis=few, sources=[]), width=80)
+    assert not [line for line in lines if "more in the full report" in line]
+
+
 def test_a_caution_that_speaks_of_the_passages_below_comes_before_them():
     source = Source(number=1, source_id="s1", url="file:///notes/heater.md", title="Heater notes",
                     content_text="The heater is a 150 W model. My tank holds 120 litres of water and the heater "
