@@ -71,9 +71,10 @@ class _Finding:
         return {self.window.source.document, *(m.source.document for m in self.members)}
 
 
-def _pick(question: Question, found: list[Window], scores: Scores, opts: ExtractiveOptions) -> list[_Finding]:
-    """The best evidence of each part, then by maximal marginal relevance;
-    no sentence is quoted twice."""
+def _pick(question: Question, found: list[Window], scores: Scores, strong: np.ndarray,
+          opts: ExtractiveOptions) -> list[_Finding]:
+    """The best evidence of each part, then by maximal marginal relevance
+    among the `strong` evidence; no sentence is quoted twice."""
     best = scores.best_relevance()
     related = {found[i].first for i in np.flatnonzero(scores.related())}
     chosen: list[_Finding] = []
@@ -109,14 +110,13 @@ def _pick(question: Question, found: list[Window], scores: Scores, opts: Extract
     leads = len(chosen)
     top = float(best.max()) if len(best) and best.max() > 0 else 1.0
     # past each part's lead, only evidence of some strength beside the best
-    strong = _strong(scores, opts)
     if not any(scores.sure()) and chosen:
         # passages that only touch the question: more only from the leads' documents and those whose best
         # evidence comes close to the leads' (the lead may be the wrong one of two near-equal pages)
         floor = min(f.relevance for f in chosen) - opts.hedge_margin
         near_leads = {f.window.source.document for f in chosen} | {w.source.document for i, w in enumerate(found)
                                                                    if best[i] >= floor}
-        strong &= np.array([w.source.document in near_leads for w in found], dtype=bool)
+        strong = strong & np.array([w.source.document in near_leads for w in found], dtype=bool)
     pool = [int(i) for i in np.argsort(-best, kind="stable") if strong[i]][:opts.pool]
     while len(chosen) < opts.max_insights:
         open_pool = [i for i in pool if open_(i)]
@@ -320,10 +320,11 @@ def extractive_synthesis(sources: list[Source], question_text: str, plan: dict |
                                  "extractive")
     found = windows(candidates(sources))
     scores = score(question, found)
-    picked = _pick(question, found, scores, opts)
+    strong = _strong(scores, opts)
+    picked = _pick(question, found, scores, strong, opts)
     insights = [_insight(f, _label_of(f, question, scores), lab) for f in picked]
     # figures only from evidence of some strength: a measure in a sentence that barely touches the question is noise
-    relevance = np.where(_strong(scores, opts), scores.best_relevance(), 0.0)
+    relevance = np.where(strong, scores.best_relevance(), 0.0)
     points = _points([w.lead for w in found], [float(r) for r in relevance])
     issues = _contradictions(points, lab, opts.max_contradictions)
     issues += _gaps(question, scores.answered(), scores.sure(), lab)

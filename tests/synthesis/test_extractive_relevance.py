@@ -43,6 +43,11 @@ def quotes(result) -> list[str]:
     return [" ".join(c.quote.split()) for c in result.all_citations()]
 
 
+def first_quote(url: str, title: str, text: str, question: str) -> str:
+    """The first quote of the answer to `question` from one page."""
+    return quotes(extractive_synthesis([source(1, url, title, text)], question))[0]
+
+
 def test_quotes_answer_the_question_and_never_a_title_or_a_one_word_match():
     sources = [source(1, f"{DATAMODEL}?topic=objects#objects", "Objects, values and types", GC_PAGE),
                source(2, "https://docs.python.org/3.11/reference/compound_stmts.html?topic=try#try",
@@ -353,9 +358,8 @@ def test_a_sentence_that_introduces_a_list_is_quoted_with_its_items():
             "* zero of any numeric type: 0, 0.0, 0j\n\n"
             "* empty sequences and collections: '', (), []\n\n"
             "Operations with a Boolean result always return 0 or False for false, unless otherwise stated.\n")
-    result = extractive_synthesis([source(1, "https://docs.python.org/3/library/stdtypes.html", "Built-in Types",
-                                          page)], "Which values count as false in an if condition?")
-    first = quotes(result)[0]
+    first = first_quote("https://docs.python.org/3/library/stdtypes.html", "Built-in Types", page,
+                        "Which values count as false in an if condition?")
     assert first.startswith("Any object can be tested")
     assert "None and False" in first and "zero of any numeric type" in first and "empty sequences" in first
     # numbered steps after a sentence that introduces them are items too, and "4. Control Flow" stays a heading
@@ -363,17 +367,15 @@ def test_a_sentence_that_introduces_a_list_is_quoted_with_its_items():
              "1. find a module, loading and initializing it if necessary\n\n"
              "2. define a name or names in the local namespace\n\n"
              "When the statement contains multiple clauses, the steps are carried out separately for each clause.\n")
-    result = extractive_synthesis([source(1, "https://docs.python.org/3/reference/simple_stmts.html",
-                                          "Simple statements", steps)], "How is an import statement executed?")
-    first = quotes(result)[0]
+    first = first_quote("https://docs.python.org/3/reference/simple_stmts.html", "Simple statements", steps,
+                        "How is an import statement executed?")
     assert "1. find a module" in first and "2. define a name" in first
     # items too short to stand as evidence of their own ("小写字母") are quoted after the sentence introducing them
     page = ("4.3. 好密码\n\n在系统安装时建立一个账号或使用 passwd(1) 命令时，你应该选择一个好密码，它应该由 6 到 8 个字符组成，"
             "其中包含下列根据 passwd(1) 设定的每个组合中的一个或多个字符。\n\n- 小写字母\n\n- 数字 0 到 9\n\n- 标点符号\n\n"
             "4.4. 设立加密的密码\n\n下面是一些用于生成加盐的加密密码的独立工具。\n")
-    result = extractive_synthesis([source(1, "file:///usr/share/doc/debian-reference/ch04.zh-cn.html", "第 4 章 认证",
-                                          page)], "密码应该包含哪些字符？")
-    first = quotes(result)[0]
+    first = first_quote("file:///usr/share/doc/debian-reference/ch04.zh-cn.html", "第 4 章 认证", page,
+                        "密码应该包含哪些字符？")
     assert "你应该选择一个好密码" in first and "- 小写字母" in first and "- 标点符号" in first
 
 
