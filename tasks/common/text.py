@@ -87,9 +87,23 @@ def stem(word: str) -> str:
     return _stemmer().stemWord(word)
 
 
-def terms(text: str | None) -> list[str]:
-    kept = [t for t in tokens(text) if t not in STOPWORDS and (len(t) > 1 or not t.isascii() or t.isdigit())]
+# Words a question is often framed with that can also be what it asks about
+# ("customize comparison", "handle reference cycles", "how does X work"): the
+# index leaves them out, the choice of evidence keeps them and weighs them by
+# how common they are.
+FRAMING_WORDS = frozenset("compare comparison use uses used using make makes work works handle handles handled "
+                          "happen happens".split())
+
+
+def terms(text: str | None, keep: frozenset[str] = frozenset()) -> list[str]:
+    kept = [t for t in tokens(text) if (t not in STOPWORDS or t in keep)
+            and (len(t) > 1 or not t.isascii() or t.isdigit())]
     return _stemmer().stemWords(kept)
+
+
+def evidence_terms(text: str | None) -> list[str]:
+    """Terms for choosing evidence: the index's and the framing words."""
+    return terms(text, FRAMING_WORDS)
 
 
 def term_set(text: str | None) -> set[str]:

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
-from tasks.common.text import CJK_RUN, normalize, terms
+from tasks.common.text import CJK_RUN, normalize, evidence_terms as terms
 from tasks.synthesis.base import Source
 from tasks.synthesis.passages import block_spans, clip, fold, has_cjk, sentence_spans, table_rows, trimmed, weight_len
 

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from wordfreq import zipf_frequency
 
-from tasks.common.text import normalize, terms
+from tasks.common.text import normalize, evidence_terms as terms
 from tasks.retrieval.bm25 import TermIndex, feedback_weights
 from tasks.synthesis.candidates import Sentence, Window
 from tasks.synthesis.figures import figures

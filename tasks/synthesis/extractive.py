@@ -31,7 +31,7 @@ from functools import cached_property
 import numpy as np
 
 from schemas.report import ContradictionOrGap, Insight, KeyDataPoint, SynthesisResult
-from tasks.common.text import terms
+from tasks.common.text import evidence_terms as terms
 from tasks.synthesis.base import Source, finish, no_sources_result, plan_dimensions
 from tasks.synthesis.candidates import Sentence, Window, candidates, quote_from, windows
 from tasks.synthesis.evidence import Scores, score

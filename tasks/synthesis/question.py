@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from tasks.common.text import CJK_RUN, STOPWORDS, is_cjk, normalize, terms, tokens
+from tasks.common.text import CJK_RUN, STOPWORDS, is_cjk, normalize, evidence_terms as terms, tokens
 
 # -- answer types -------------------------------------------------------------------
 
