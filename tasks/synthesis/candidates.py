@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
-from tasks.common.text import CJK_RUN, normalize, evidence_terms as terms
+from tasks.common.text import CJK_RUN, normalize, evidence_terms
 from tasks.synthesis.base import Source
 from tasks.synthesis.passages import block_spans, clip, fold, has_cjk, sentence_spans, table_rows, trimmed, weight_len
 
@@ -64,7 +64,7 @@ class Sentence:
 
     @cached_property
     def terms(self) -> list[str]:
-        return terms(self.text)
+        return evidence_terms(self.text)
 
     @cached_property
     def termset(self) -> frozenset[str]:
@@ -134,7 +134,7 @@ class Window:
         if self.lead.row:
             around = [intro.text for intro in [self._table_intro()] if intro is not None]
         text = " ".join([self.source.title, self.lead.heading, self.lead.columns, *around])
-        return frozenset(terms(text)), normalize(text)
+        return frozenset(evidence_terms(text)), normalize(text)
 
     def _table_intro(self) -> Sentence | None:
         """The sentence right above the table a row is in, in its section ("What I aim for in the tank.")."""

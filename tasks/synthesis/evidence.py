@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from wordfreq import zipf_frequency
 
-from tasks.common.text import normalize, evidence_terms as terms
+from tasks.common.text import normalize, evidence_terms
 from tasks.retrieval.bm25 import TermIndex, feedback_weights
 from tasks.synthesis.candidates import Sentence, Window
 from tasks.synthesis.figures import figures
@@ -94,7 +94,7 @@ def defines(sentence: Sentence, subject: str | None) -> bool:
     """A sentence that opens on what the part asks about, its weightiest
     word ("The with statement is used to …", "A decorator is …")."""
     head = normalize(" ".join(sentence.text.split()[:DEFINING_HEAD]))
-    return subject is not None and holds(subject, frozenset(terms(head)), head)
+    return subject is not None and holds(subject, frozenset(evidence_terms(head)), head)
 
 
 def answers_type(sentence: Sentence, answer: str | None) -> bool:
@@ -239,7 +239,7 @@ def _heading_share(part: Part, found: list[Window], weight: dict[str, float]) ->
         heading = window.lead.heading
         if heading not in shares:
             text = normalize(heading)
-            held = frozenset(terms(heading))
+            held = frozenset(evidence_terms(heading))
             shares[heading] = sum(weight[w] for w in part.words if holds(w, held, text)) / total
     return np.array([shares[w.lead.heading] for w in found])
 
@@ -260,7 +260,8 @@ def _sections(found: list[Window]) -> dict[int, tuple[frozenset[str], str]]:
     texts: dict[int, list[str]] = {}
     for sentence in found[0].sentences if found else []:
         texts.setdefault(sentence.section, [sentence.heading]).append(sentence.text)
-    return {section: (frozenset(terms(" ".join(parts))), normalize(" ".join(parts))) for section, parts in texts.items()}
+    return {section: (frozenset(evidence_terms(" ".join(parts))), normalize(" ".join(parts)))
+            for section, parts in texts.items()}
 
 
 def _section_share(part: Part, found: list[Window], weight: dict[str, float],
@@ -313,7 +314,7 @@ def _share_a_character(words: list[str], vocabulary: list[str]) -> np.ndarray:
 
 
 def _lexical(index: TermIndex, part: Part) -> np.ndarray:
-    wanted = terms(part.text)
+    wanted = evidence_terms(part.text)
     first = index.scores(wanted)
     if not len(first) or first.max() <= 0:
         return np.zeros(len(first))

@@ -31,7 +31,7 @@ from functools import cached_property
 import numpy as np
 
 from schemas.report import ContradictionOrGap, Insight, KeyDataPoint, SynthesisResult
-from tasks.common.text import evidence_terms as terms
+from tasks.common.text import evidence_terms
 from tasks.synthesis.base import Source, finish, no_sources_result, plan_dimensions
 from tasks.synthesis.candidates import Sentence, Window, candidates, quote_from, windows
 from tasks.synthesis.evidence import Scores, score
@@ -210,7 +210,7 @@ class _Point:
 
     @cached_property
     def measure_terms(self) -> frozenset[str]:
-        return frozenset(t for t in terms(self.figure.measure) if not t.isdigit())
+        return frozenset(t for t in evidence_terms(self.figure.measure) if not t.isdigit())
 
     def same_measure(self, other: "_Point") -> bool:
         return (self.figure.base_unit == other.figure.base_unit

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from tasks.common.text import CJK_RUN, STOPWORDS, is_cjk, normalize, evidence_terms as terms, tokens
+from tasks.common.text import CJK_RUN, STOPWORDS, is_cjk, normalize, evidence_terms, tokens
 
 # -- answer types -------------------------------------------------------------------
 
@@ -157,10 +157,10 @@ def question_words(text: str) -> list[str]:
     """The words a passage about `text` holds: Latin stems (and a keyword
     named with its noun, "with statement"), Chinese words."""
     if not is_cjk(text):
-        return list(dict.fromkeys([*named_keywords(text), *terms(text)]))
+        return list(dict.fromkeys([*named_keywords(text), *evidence_terms(text)]))
     found = []
     for token in tokens(CJK_RUN.sub(" ", text)):  # the Latin words among the Chinese
-        found += terms(token)
+        found += evidence_terms(token)
     for run in CJK_RUN.findall(normalize(text)):
         found += [w for w in _segment(run) if w.split("|")[0] not in _ZH_FRAMING | STOPWORDS
                   and not _NEGATED_CHARACTER.match(w.split("|")[0])]
@@ -176,13 +176,13 @@ def named_keywords(text: str) -> list[str]:
     about it holds the pair; "statement" alone is not it."""
     ws = tokens(text)
     return list(dict.fromkeys(f"{b} {c}" for a, b, c in zip(ws, ws[1:], ws[2:])
-                              if a in _ARTICLES and not terms(b) and terms(c)))
+                              if a in _ARTICLES and not evidence_terms(b) and evidence_terms(c)))
 
 
 def surface_forms(text: str) -> dict[str, str]:
     found: dict[str, str] = {}
     for token in tokens(CJK_RUN.sub(" ", text)):
-        for stem in terms(token):
+        for stem in evidence_terms(token):
             found.setdefault(stem, token)
     return found
 
@@ -247,7 +247,7 @@ def _answer_type(piece: str, chinese: bool) -> tuple[str | None, set[str]]:
         if cue.search(lowered):
             framed = set(framing)
             if not chinese:
-                framed = set(terms(" ".join(framing))) | framed
+                framed = set(evidence_terms(" ".join(framing))) | framed
             return answer, framed
     return None, set()
 

@@ -406,22 +406,18 @@ def test_a_compound_the_source_wrapped_after_its_hyphen_reads_whole():
     assert any("reference-\ncounting" in c.quote and c.verified for c in result.all_citations())
 
 
-
 def test_a_framing_word_that_is_the_subject_counts_in_the_choice_of_evidence():
     # "comparison" and "handle" frame many questions and the index leaves them out, but they can be
     # what a question asks about; the choice of evidence weighs them by how common they are
     from tasks.common.text import terms
-    from tasks.synthesis.evidence import _weights
 
     question = read_question("How can my objects customize comparison with == and <?")
     assert "comparison" in question.parts[0].words and terms("comparison") == []
-    sentences = ("Objects customize comparison by defining rich comparison methods such as __lt__.\n\n"
-                 "Objects can customize attribute access by defining __getattr__.\n\n"
-                 "The comparison of two floats is exact.\n")
-    found = windows(candidates([source(1, DATAMODEL, "Basic customization", sentences)]))
-    by_words = {w.text.split()[0] + " " + w.text.split()[2]: w for w in found if w.first == w.last}
+    text = ("Objects customize comparison by defining rich comparison methods such as __lt__.\n\n"
+            "Objects can customize attribute access by defining __getattr__.\n")
+    found = [w for w in windows(candidates([source(1, DATAMODEL, "Basic customization", text)])) if w.first == w.last]
     coverage = score(question, found).own[0]
-    answer = found.index(by_words["Objects comparison"])
-    attribute_access = found.index(by_words["Objects customize"])
+    answer, attribute_access = (next(i for i, w in enumerate(found) if w.text.startswith(start))
+                                for start in ("Objects customize comparison", "Objects can customize attribute"))
     assert coverage[answer] > coverage[attribute_access]
     assert "handl" in read_question("How does the garbage collector handle reference cycles?").parts[0].words
