@@ -195,10 +195,11 @@ def _run(ctx: RunContext) -> dict:
     counts.update(filtered_count=len(selected), publisher_count=len(publishers))
     output_key = record_outcome(settings, ctx.trace_id, ctx.task_id, selected, drops, publishers, output=output,
                                 trace=view.trace)
+    _gate(view, output_check(output))
+    # the report is the run's last step: a run killed once it is out is complete (close_dead_runs)
     with view.stage("report", "writing the report") as detail:
         reports = report_research_task(ctx.task_id, plan, [c.source_id for c in selected], settings)
         detail["report"] = reports.get("html")
-    _gate(view, output_check(output))
     return {"question": plan.question, "planner": plan.planner, "fallback_reason": plan.fallback_reason,
             "fallback_rounds": rounds, **search_stats, "sources": len(candidates), "selected": len(selected),
             "report": reports.get("html"), "reports": reports, "output": output_key}

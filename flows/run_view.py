@@ -10,7 +10,7 @@ from typing import Iterator
 from flows import observer
 from schemas.governance import GateResult
 from tasks.common.settings import Settings
-from tasks.governance.runs import INTERRUPTED, InterruptedRun, RunRecord, close_dead_runs
+from tasks.governance.runs import INTERRUPTED, ClosedRun, RunRecord, close_dead_runs
 from tasks.governance.trace import TraceLog
 from tasks.lake.files import run_logs_root
 from tasks.progress.events import EventLog, ProgressTracker, end_log, events_path
@@ -91,14 +91,15 @@ class RunView:
         self.events.close()
 
 
-def end_dead_runs(settings: Settings) -> list[InterruptedRun]:
+def end_dead_runs(settings: Settings) -> list[ClosedRun]:
     """Close the runs whose process died (tasks.governance.runs.close_dead_runs)
     and end what watches them: the trace gets its last line (and sends the
-    rows it lacked), the progress events their final error, so that a page
-    following the run stops."""
+    rows it lacked), the progress events their final event (the error of an
+    interrupted run), so that a page following the run stops."""
     closed = close_dead_runs(settings)
     for run in closed:
-        TraceLog(settings, run.task_id, run.trace_id).run(INTERRUPTED, {"error": run.error})
-        end_log(events_path(run_logs_root(settings), run.task_id, run.trace_id), run.error)
+        interrupted = run.status == INTERRUPTED
+        TraceLog(settings, run.task_id, run.trace_id).run(run.status, {"error" if interrupted else "note": run.message})
+        end_log(events_path(run_logs_root(settings), run.task_id, run.trace_id), run.message if interrupted else None)
     return closed
 

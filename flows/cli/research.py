@@ -285,8 +285,8 @@ def _interrupt(signum, frame) -> None:
 
 
 def _end_dead_runs(config) -> None:
-    """Runs a server killed before they ended (kill -9, a crash) are marked
-    interrupted when the next one starts, in the background: the page is up meanwhile."""
+    """Runs a server killed before they ended (kill -9, a crash) are closed
+    (interrupted, or complete if their report was out) when the next one starts, in the background: the page is up meanwhile."""
     from flows.run_view import end_dead_runs
     from tasks.common.redaction import redact
     from tasks.lake.catalog import CatalogBusy, CatalogError, CatalogUnavailable
@@ -297,4 +297,4 @@ def _end_dead_runs(config) -> None:
                   highlight=False)
         return
     for run in closed:
-        err.print(f"run {run.trace_id} of {run.task_id}: {run.error}", markup=False, highlight=False)
+        err.print(f"run {run.trace_id} of {run.task_id}: {run.message}", markup=False, highlight=False)

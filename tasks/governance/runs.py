@@ -118,32 +118,43 @@ def finish_run(settings: Settings, trace_id: str, status: str, **fields: Any) ->
 
 
 @dataclass(frozen=True)
-class InterruptedRun:
+class ClosedRun:
+    """A run closed for its dead process: `interrupted` with `message` as its
+    error, or `complete` when it had published its report."""
     trace_id: str
     task_id: str
-    error: str
+    status: str
+    message: str
 
 
-def close_dead_runs(settings: Settings) -> list[InterruptedRun]:
-    """Mark 'interrupted' the runs still 'running' whose process has ended
-    (kill -9, a crash, a restart): nothing else would ever end them. Only
-    runs of this host can be judged. Returns the runs it closed, so that
-    their logs can be ended too."""
-    def close(catalog: Catalog) -> list[InterruptedRun]:
+def close_dead_runs(settings: Settings) -> list[ClosedRun]:
+    """Close the runs still 'running' whose process has ended (kill -9, a
+    crash, a restart): nothing else would ever end them. A run that had
+    published its report, its last step, is complete (the process died
+    before it could record so); any other is interrupted. Only runs of this
+    host can be judged. Returns the runs it closed, so that their logs can
+    be ended too."""
+    def close(catalog: Catalog) -> list[ClosedRun]:
         closed = []
-        for trace_id, task_id, pid, process_started in catalog.rows("run_running_on_host", [here.host]):
+        for trace_id, task_id, pid, process_started, published in catalog.rows("run_running_on_host", [here.host]):
             process = ProcessIdentity(here.host, pid, process_started)
-            if process.ended():
+            if not process.ended():
+                continue
+            if published:
+                catalog.run("run_close_published", [trace_id])
+                closed.append(ClosedRun(trace_id, task_id, "complete", f"complete: the process that ran it "
+                                        f"({process.describe()}) ended after it published its report"))
+            else:
                 error = f"interrupted: the process that ran it ({process.describe()}) ended before the run did"
                 catalog.run("run_interrupt", [error, trace_id])
-                closed.append(InterruptedRun(trace_id, task_id, error))
-        catalog.describe_commit("runs interrupted", ", ".join(run.trace_id for run in closed),
+                closed.append(ClosedRun(trace_id, task_id, INTERRUPTED, error))
+        catalog.describe_commit("runs closed", ", ".join(run.trace_id for run in closed),
                                 task_ids={run.task_id for run in closed})
         return closed
 
     here = ProcessIdentity.current()
     with open_catalog(settings, "governed run: close dead runs") as catalog:
-        closed = catalog.transaction(close, action="runs interrupted")
+        closed = catalog.transaction(close, action="runs closed")
         for task_id in {run.task_id for run in closed}:
             refresh_exports(catalog, task_id, ("runs",))
     return closed

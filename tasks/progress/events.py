@@ -105,17 +105,23 @@ class EventLog:
         self.close()
 
 
-def end_log(path: Path, error: str) -> None:
+def end_log(path: Path, error: str | None) -> None:
     """End the log of a run that cannot end it itself (its process died)
-    with the run's error event, at the progress it reached, so that
-    followers stop. A log that already ended, or never began, stays as it is."""
+    with the run's error event at the progress it reached, or, with no
+    error (the run was done), its completion, so that followers stop. A log
+    that already ended, or never began, stays as it is."""
     events = read_events(path) if path.is_file() else []
     if not events or events[-1].is_terminal:
         return
     end_torn_line(path)
     with EventLog(path) as log:
-        log.emit(ProgressEvent(step_id=PIPELINE, step_type=PIPELINE, status="error", progress=events[-1].progress,
-                               label=events[0].label, payload=EventPayload(error=error)))
+        if error is None:
+            log.emit(ProgressEvent(step_id=PIPELINE, step_type=PIPELINE, status="complete", progress=1.0,
+                                   label=events[0].label))
+        else:
+            log.emit(ProgressEvent(step_id=PIPELINE, step_type=PIPELINE, status="error",
+                                   progress=events[-1].progress, label=events[0].label,
+                                   payload=EventPayload(error=error)))
 
 
 def parse_line(line: str) -> ProgressEvent | None:

@@ -18,6 +18,7 @@ import pytest
 
 from schemas.governance import Budget, Drop, GateResult, Policy
 from tasks.lake.catalog import open_catalog
+from tasks.lake.commits import commit_scope
 from tasks.common.settings import Settings
 from tasks.governance.gates import build_output
 from tasks.governance.filters import Candidate, aggregate_publishers
@@ -295,10 +296,36 @@ def test_a_run_whose_process_was_killed_is_marked_interrupted(cli, lake, setting
     assert (closed.trace_id, closed.task_id) == (trace_id, TASK)
     after = status_of(lake, trace_id)
     assert after["status"] == "interrupted" and after["finished_at"] is not None
-    assert after["error"] == closed.error == (f"interrupted: the process that ran it (pid {dying.pid} on "
+    assert after["error"] == closed.message == (f"interrupted: the process that ran it (pid {dying.pid} on "
                                               f"{socket.gethostname()}) ended before the run did")
     assert close_dead_runs(settings) == []  # closed once
     assert RunSummary.load(settings, trace_id).exit_code == 1
+
+
+def test_a_run_killed_after_publishing_its_report_is_complete_and_one_killed_before_is_interrupted(
+        lake, settings, trace_id):
+    # the report is a run's last step; the process may die before it records that the run is over
+    here = ProcessIdentity.current()
+    dead = ProcessIdentity(here.host, here.pid, "started at another time")
+    unpublished = uuid.uuid4().hex
+    for run in (trace_id, unpublished):
+        with commit_scope(task_id=TASK, flow_run_id=run):
+            start_run(settings, run, TASK, "Why?", None, "default", Budget(), process=dead)
+    with commit_scope(task_id=TASK, flow_run_id=trace_id), open_catalog(settings, "test: report") as catalog:
+        catalog.transaction(lambda cat: cat.run("report_insert", {
+            "task_id": TASK, "generated_at": datetime.now(), "question": "Why?", "language": "en",
+            "synthesizer": "extractive", "source_count": 1, "cited_source_count": 1, "citation_count": 1,
+            "unverified_count": 0, "insight_count": 1, "warning_count": 0, "md_path": "r.md", "html_path": "r.html",
+            "json_path": "r.json", "duration_ms": 1, "tokens": 0, "flow_run_id": trace_id, "first_insight": "x"}),
+            action="report")
+
+    closed = {run.trace_id: run for run in close_dead_runs(settings)}
+    assert (closed[trace_id].status, closed[unpublished].status) == ("complete", "interrupted")
+    published = status_of(lake, trace_id)
+    assert published["status"] == "complete" and published["error"] is None and published["finished_at"]
+    assert status_of(lake, unpublished)["status"] == "interrupted"
+    assert RunSummary.load(settings, trace_id).exit_code == 0
+    assert close_dead_runs(settings) == []
 
 
 def test_a_run_of_a_living_process_is_left_running(lake, settings, trace_id):
