@@ -12,6 +12,7 @@ class TerminalObserver:
         self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
                                  MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=False)
         self.bar = None
+        self.rounds = 0
 
     def __enter__(self) -> "TerminalObserver":
         self.progress.start()
@@ -24,7 +25,11 @@ class TerminalObserver:
         self.console.print(f"[bold]·[/bold] {label}")
 
     def searches_planned(self, total: int) -> None:
-        self.bar = self.progress.add_task("searches", total=total)
+        """A bar per round of searches: a run that searches again (deeper, or
+        with a fallback) draws a second one, named so."""
+        self.rounds += 1
+        name = "searches" if self.rounds == 1 else f"searches, round {self.rounds}"
+        self.bar = self.progress.add_task(name, total=total)
 
     def search_done(self, provider: str, query_id: str, items: int, failed: bool) -> None:
         if failed:
