@@ -76,7 +76,9 @@ def fake_openrouter():
         server.server_close()
 
 
-@pytest.fixture(scope="session")
+# per module: a sync Playwright keeps an event loop running in this thread while it is open, and
+# the Prefect flows tested after it start their own with asyncio.run
+@pytest.fixture(scope="module")
 def browser():
     if not shutil.which(CHROMIUM):
         pytest.skip("Debian's chromium is not installed (make browser installs it)")
