@@ -81,9 +81,9 @@ COMMON_ZIPF, RARITY_SCALE, RARITY_MIN, RARITY_MAX, RARE_ZIPF = 7.0, 4.0, 0.15, 1
 DEFINING_HEAD = 4      # words a defining sentence names its subject within
 SENTENCE_POOL = 300    # windows the sentence model reads: the most relevant by everything else
 SENTENCE_WEIGHT = 0.5  # what its closeness (the pool's median 0, its best 1) adds to relevance
-SENTENCE_SPREAD = 0.04  # cosine above the pool's median that is full closeness, at least
 SENTENCE_SAY = 0.3     # ... and to support, where a window holds a word of the part: it helps choose evidence,
                        # it does not decide that a part is answered
+SENTENCE_SPREAD = 0.04  # cosine above the pool's median that is full closeness, at least
 
 
 # -- answer types --------------------------------------------------------------------
@@ -181,7 +181,7 @@ def score(question: Question, found: list[Window]) -> Scores:
                      + ASKS_WEIGHT * _heading_asks(part, found)
                      + SECTION_WEIGHT * _section_share(part, found, idf, sections))
         parts.append((part, own, coverage, typed, support, relevance))
-    close = _sentence_closeness(question, found, np.max([p[5] for p in parts], axis=0))
+    close = _sentence_closeness(question, found, np.max([relevance for *_, relevance in parts], axis=0))
     for part, own, coverage, typed, support, relevance in parts:
         # only where the window holds something of the part, itself or in its context: the closest passage
         # to a question the sources do not cover is still the closest
