@@ -22,6 +22,9 @@ SENTENCES_PER_SOURCE = 400
 SHORT_BLOCK = 200      # a block this long or shorter is a list item or a line, not a paragraph
 SHORT_SECTION = 800    # a section this long or shorter is read as one unit
 CODE_CHARS = 300       # a code line or block longer than this is not quoted
+# the labels of notes, tips and warnings (DocBook, Sphinx, Markdown callouts): a line on its own like a
+# heading, but the note belongs to the section it sits in
+ADMONITIONS = frozenset("note tip warning caution important hint attention danger 注意 提示 警告 小心 重要".split())
 
 
 # -- candidates --------------------------------------------------------------------
@@ -173,6 +176,8 @@ def candidates(sources: list[Source]) -> list[Sentence]:
             columns = ""
             if _is_heading(block) and not _list_item(block, *(text[slice(*spans[j])] if 0 <= j < len(spans) else ""
                                                               for j in (k - 1, k + 1))):
+                if fold(block.strip("#*=-~^ \t:：")) in ADMONITIONS:
+                    continue  # a note's label: the note belongs to the section it sits in
                 heading, section = block.strip("#*=-~^ \t"), section + 1
                 continue
             short = weight_len(" ".join(block.split())) <= SHORT_BLOCK
@@ -236,47 +241,49 @@ def windows(sentences: list[Sentence]) -> list[Window]:
 
 
 def quote_from(window: Window, taken: set[int], related: set[int], limit: int,
-               apart: set[int] = frozenset()) -> Window:
-    """The quote a chosen sentence leads: from the start of its paragraph
-    when the paragraph fits, but never from a sentence that points back
-    past it (else with the sentence before when it opens on a word pointing
-    back to it: "It", "This", "这"), and the sentences after
-    it that go on answering — the rest of its paragraph, the
-    next items of its list, a next paragraph of a short section when it is
-    `related` to the question (indices of such sentences; after code too), the code a
-    sentence introduces ("… set it as follows:") or that follows the
-    paragraph it ends — while the quote stays
-    within `limit` characters and they are not quoted elsewhere (nor, going
-    back, `apart`: sentences that lead quotes of their own)."""
+               apart: set[int] = frozenset(), close: set[int] = frozenset()) -> Window:
+    """The quote a chosen sentence leads: the passage of its section around
+    it, while the quote stays within `limit` characters and its sentences
+    are not quoted elsewhere (nor, going back, `apart`: sentences that lead
+    quotes of their own).
+    - It opens with the sentence before when the chosen one opens on a word
+      pointing back to it ("It", "This", "这"), and from the start of its
+      paragraph when the paragraph fits, but not from a sentence that points
+      back past the paragraph ("This means …").
+    - It goes on through the sentences after it in its section; into code
+      that the sentence introduces ("… set it as follows:") or that follows
+      the paragraph it ends; into a table's next rows, or the table a
+      sentence introduces, only when that row is `related` to the question
+      (indices of such sentences): a table's rows answer one by one.
+    - Then, while it fits, back through the sentences before it in its
+      section that are `close` to the question by meaning, and the rows
+      above a chosen row that are `related`: in documentation the answer is
+      a passage, and the sentence chosen is often in the middle of it (a
+      step of a procedure, the list a sentence sums up: "The details of
+      the first step …")."""
     first, last, sentences = window.first, window.last, window.sentences
     if dangling(window) and first - 1 not in taken:
         first -= 1
-    # a paragraph that fits is quoted from its start: its first sentences say what the chosen one builds on
-    # (not one that opens pointing back past the paragraph: "This means …")
     while (first > 0 and first - 1 not in taken | apart and sentences[first - 1].block == sentences[first].block
            and sentences[first - 1].statement and sentences[last].end - sentences[first - 1].start <= limit
            and not _PRONOUN_START.match(sentences[first - 1].text)):
         first -= 1
     while last + 1 < len(sentences) and last + 1 not in taken and sentences[last + 1].end - sentences[first].start <= limit:
         a, b = sentences[last], sentences[last + 1]
-        if a.row or b.row:
-            # a table's rows answer one by one: a quote takes the next row, or the table after
-            # the sentence that introduces it, only when that row speaks to the question
-            if not (last + 1 in related and b.row and a.source is b.source and a.section == b.section
-                    and (a.row or _INTRODUCES.search(a.text))):
-                break
-        elif not b.statement:
-            # code right after the paragraph a sentence ends is what it speaks of ("… 可以使用命令行关闭系统。" + "# shutdown -h now")
-            if not (a.source is b.source and a.section == b.section and (
-                    not a.statement or _INTRODUCES.search(a.text) or b.block == a.block + 1)):
-                break
-        elif not (a.source is b.source and (a.statement or a.short_section) and (
-                (a.statement and a.block == b.block) or (a.section == b.section and (
-                    (a.statement and a.short_block and b.short_block) or (a.short_section and last + 1 in related)
-                    or (a.statement and b.short_block and _INTRODUCES.search(a.text)))))):
-            # (after code, the next paragraph of a short section that speaks to the question goes on too)
+        if a.source is not b.source or a.section != b.section:
             break
+        if a.row or b.row:
+            if not (last + 1 in related and b.row and (a.row or _INTRODUCES.search(a.text))):
+                break
+        elif not b.statement and not (not a.statement or _INTRODUCES.search(a.text) or b.block == a.block + 1):
+            break  # code right after the paragraph a sentence ends is what it speaks of ("… 关闭系统。" + "# shutdown -h now")
         last += 1
+    while first > 0 and first - 1 not in taken | apart and sentences[last].end - sentences[first - 1].start <= limit:
+        before, head = sentences[first - 1], sentences[first]
+        if before.source is not head.source or before.section != head.section or not before.statement or not (
+                (head.row and before.row and first - 1 in related) or (not before.row and first - 1 in close)):
+            break
+        first -= 1
     return Window(first, last, sentences)
 
 

@@ -131,6 +131,7 @@ class Scores:
     supports: list[np.ndarray] = field(default_factory=list)  # per part, per window
     touched: list[np.ndarray] = field(default_factory=list)
     worded: list[float] = field(default_factory=list)  # per part, its best window's support without the sentence model
+    closeness: np.ndarray = field(default_factory=lambda: np.zeros(0))  # per window, the sentence model's (0 outside its pool)
 
     def best_relevance(self) -> np.ndarray:
         if not self.relevance:
@@ -182,6 +183,7 @@ def score(question: Question, found: list[Window]) -> Scores:
                      + SECTION_WEIGHT * _section_share(part, found, idf, sections))
         parts.append((part, own, coverage, typed, support, relevance))
     close = _sentence_closeness(question, found, np.max([relevance for *_, relevance in parts], axis=0))
+    out.closeness = close
     for part, own, coverage, typed, support, relevance in parts:
         # only where the window holds something of the part, itself or in its context: the closest passage
         # to a question the sources do not cover is still the closest

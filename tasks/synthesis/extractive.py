@@ -50,7 +50,9 @@ class ExtractiveOptions:
     diversity: float = 0.3      # MMR: weight of similarity to what is already quoted
     pool: int = 300
     quote_chars: int = 800      # a quote runs on through its section up to this length
-    fill_share: float = 0.5     # more quotes than the leads: support at least this share of the best
+    fill_share: float = 0.5     # more quotes than the leads: support at least this share of the best,
+    fill_close_share: float = 0.4  # or this share where the sentence model reads it nearer the question than most
+    grow_back: float = 0.5      # a quote grows back through its passage from evidence of at least this support
     rank_margin: float = 0.15   # a better-ranked page's evidence leads when its relevance is this close
     hedge_margin: float = 0.3   # no part answered clearly: more from documents whose best evidence is this close
 
@@ -77,6 +79,8 @@ def _pick(question: Question, found: list[Window], scores: Scores, strong: np.nd
     among the `strong` evidence; no sentence is quoted twice."""
     best = scores.best_relevance()
     related = {found[i].first for i in np.flatnonzero(scores.related())}
+    close = {found[i].first for i in np.flatnonzero(scores.closeness > 0)}  # nearer the question than most
+    support = np.max(scores.supports, axis=0) if scores.supports else np.zeros(len(found))
     chosen: list[_Finding] = []
     used: set[int] = set()
     per_doc: dict[str, int] = {}
@@ -91,7 +95,8 @@ def _pick(question: Question, found: list[Window], scores: Scores, strong: np.nd
                 and per_doc.get(w.source.document, 0) < opts.per_document)
 
     def take(i: int) -> None:
-        w = quote_from(found[i], used, related, opts.quote_chars, apart - {found[i].first})
+        w = quote_from(found[i], used, related, opts.quote_chars, apart - {found[i].first},
+                       close if support[i] >= opts.grow_back else frozenset())
         used.update(range(w.first, w.last + 1))
         # the same passage in another document, whatever the quotes grew into around it
         home = next((f for f in chosen if near_duplicate(f.window.termset, w.termset)
@@ -132,8 +137,9 @@ def _strong(scores: Scores, opts: ExtractiveOptions) -> np.ndarray:
     """Per window: evidence with some strength beside each part's best."""
     if not scores.supports:
         return np.zeros(0, dtype=bool)
-    return np.any([support >= opts.fill_share * best for support, best in zip(scores.supports, scores.support)],
-                  axis=0) & np.any(scores.eligible, axis=0)
+    near = scores.closeness > 0 if len(scores.closeness) else np.zeros(len(scores.supports[0]), dtype=bool)
+    return np.any([(support >= opts.fill_share * best) | ((support >= opts.fill_close_share * best) & near)
+                   for support, best in zip(scores.supports, scores.support)], axis=0) & np.any(scores.eligible, axis=0)
 
 
 def _label_of(finding: _Finding, question: Question, scores: Scores) -> str | None:

@@ -236,7 +236,7 @@ def test_a_cautious_answer_quotes_the_close_second_page_too():
     gaps = [g.description for g in result.contradictions_or_gaps if g.kind == "gap"]
     assert gaps and gaps[0].startswith("The sources found may not answer this question")
     insights = result.synthesized_insights
-    assert insights[0].citations[0].quote.startswith("[ ] Ask what they are fed")
+    assert "[ ] Ask what they are fed" in insights[0].citations[0].quote  # the lead, with the list it is in
     assert any(i.citations[0].source_id == "s2" for i in insights)
 
 
@@ -445,3 +445,46 @@ def test_a_sentence_that_answers_in_other_words_is_quoted():
     said = quotes(result)
     assert any("smartctl" in q or "smartd(8)" in q for q in said) and all(c.verified for c in result.all_citations())
     assert not any("df(1)" in q for q in said)  # disk space: a word in common, not the meaning
+
+
+WITH_SECTION = ("The with statement\n******************\n\n"
+                "The with statement is used to wrap the execution of a block with methods defined by a context "
+                "manager. This allows common try and finally usage patterns to be encapsulated for reuse.\n\n"
+                "The execution of the with statement proceeds as follows:\n\n"
+                "1. The context manager's __enter__() method is invoked.\n\n"
+                "2. The with statement guarantees that if the __enter__() method returns without an error, then "
+                "__exit__() will always be called.\n\n"
+                "3. The suite is executed.\n\n"
+                "4. The context manager's __exit__() method is invoked. If an exception caused the suite to be "
+                "exited, its type, value, and traceback are passed as arguments to __exit__().\n\n"
+                "5. If the return value was true, the exception is suppressed.\n\n"
+                "Operator precedence\n*******************\n\n"
+                "Operators in the same box group left to right, except for exponentiation.\n")
+
+
+def test_a_quote_is_the_passage_around_the_answering_sentence():
+    # the words choose step 2 ("guarantees … always be called"); the steps before and after it, in the same
+    # section, say how: a reader of documentation reads the passage, not one sentence of it
+    quoted = quotes(extractive_synthesis([source(1, "https://docs.python.org/3.11/reference/compound_stmts.html",
+                                                 "Compound statements", WITH_SECTION)],
+                                         "How does a with statement make sure cleanup code runs?"))
+    lead = next(q for q in quoted if "will always be called" in q)
+    assert "__enter__() method is invoked" in lead and "traceback are passed as arguments" in lead
+    assert not [q for q in quoted if "exponentiation" in q]  # never past the section
+
+
+UTF8_SECTION = ("11.1.2. 检查文件是不是 UTF-8 编码\n\n"
+                "你能够通过下面的命令检查一个文本文件是不是用 UTF-8 编码的。\n\n"
+                "$ iconv -f utf8 -t utf8 input.txt >/dev/null || echo \"non-UTF-8 found\"\n\n"
+                "提示\n\n"
+                "在上面的例子中使用 \"--verbose\" 参数来找到第一个 non-UTF-8 字符。\n\n"
+                "11.1.3. 使用 iconv 转换文件名\n\n"
+                "这里是一个示例脚本，将在老的操作系统下创建的文件名编码转换为现代 UTF-8。\n")
+
+
+def test_a_note_is_read_with_the_section_it_sits_in():
+    # "提示" (tip) stands alone on its line like a heading; it labels a note of the section above it
+    quoted = quotes(extractive_synthesis([source(1, "file:///doc/ch11.zh-cn.html", "第 11 章 数据转换", UTF8_SECTION)],
+                                         "怎么判断一个文本文件是不是 UTF-8 编码的？"))
+    lead = next(q for q in quoted if "检查一个文本文件是不是用 UTF-8 编码的" in q)
+    assert "iconv -f utf8 -t utf8" in lead and "--verbose" in lead
