@@ -6,11 +6,12 @@ of it (tasks/synthesis/question.py), chosen by tasks/synthesis/evidence.py:
   asks (its words, weighted by rarity, some held by the sentence's context:
   title, heading, neighbours; the kind of answer it wants; its meaning, by
   the library's embedding model) — never a title, a heading or code;
-- the best evidence of each part leads, quoted with the sentences it needs
-  (the one before it points back to, those after it that go on answering,
-  at most three), then the most relevant remaining evidence least like what
-  is already quoted (maximal marginal relevance), at most three quotes led
-  by one document;
+- the best evidence of each part leads, quoted as the passage of its
+  section around it (tasks/synthesis/candidates.py: quote_from; back over
+  the sentences the sentence model reads near the question only from
+  evidence of some strength), then the most relevant remaining evidence
+  least like what is already quoted (maximal marginal relevance), at most
+  `per_document` quotes led by one document;
 - near-identical sentences in other documents corroborate; two sources of
   one document (one page) count once;
 - figures become key data points only when they are measures (a number, a
