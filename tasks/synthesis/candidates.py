@@ -162,9 +162,11 @@ def candidates(sources: list[Source]) -> list[Sentence]:
         heading = columns = ""
         section += 1
         spans, rows = block_spans(text), table_rows(text)
+        indent = 0
         for k, (start, end) in enumerate(spans):
             block_no += 1
             block = text[start:end]
+            outer, indent = indent, start - _line_start(text, start)
             if _line_start(text, start) in rows:
                 if _is_rule(block):
                     continue
@@ -178,6 +180,8 @@ def candidates(sources: list[Source]) -> list[Sentence]:
                                                               for j in (k - 1, k + 1))):
                 if fold(block.strip("#*=-~^ \t:：")) in ADMONITIONS:
                     continue  # a note's label: the note belongs to the section it sits in
+                if indent > outer:
+                    continue  # a short line indented under text is code or a label of it ("SUITE", "pass"), not a title
                 heading, section = block.strip("#*=-~^ \t"), section + 1
                 continue
             short = weight_len(" ".join(block.split())) <= SHORT_BLOCK

@@ -488,3 +488,22 @@ def test_a_note_is_read_with_the_section_it_sits_in():
                                          "怎么判断一个文本文件是不是 UTF-8 编码的？"))
     lead = next(q for q in quoted if "检查一个文本文件是不是用 UTF-8 编码的" in q)
     assert "iconv -f utf8 -t utf8" in lead and "--verbose" in lead
+
+
+HASH_METHOD = ("object.__hash__(self)\n\n"
+               "   Called by built-in function hash() and for operations on members of hashed collections. Objects "
+               "which compare equal must have the same hash value. Example:\n\n"
+               "      def __hash__(self):\n"
+               "          return hash((self.name, self.nick))\n\n"
+               "   A class that overrides __eq__() and does not define __hash__() has its hash set to None: its "
+               "instances will not be usable as items in hashable collections.\n")
+
+
+def test_a_line_of_code_indented_under_a_paragraph_is_not_a_heading():
+    # "return hash((self.name, self.nick))" is short and ends on no full stop, like a title; indented under the
+    # description it is part of, it is code, and the passage after it belongs to the same method
+    quoted = quotes(extractive_synthesis([source(1, "https://docs.python.org/3.11/reference/datamodel.html",
+                                                 "Basic customization", HASH_METHOD)],
+                                         "What must the hash of objects that compare equal be?"))
+    lead = next(q for q in quoted if "must have the same hash value" in q)
+    assert "will not be usable as items in hashable collections" in lead
