@@ -263,8 +263,7 @@ def quote_from(window: Window, taken: set[int], related: set[int], limit: int,
       section that are `close` to the question by meaning, and the rows
       above a chosen row that are `related`: in documentation the answer is
       a passage, and the sentence chosen is often in the middle of it (a
-      step of a procedure, the list a sentence sums up: "The details of
-      the first step …")."""
+      step of a procedure, a sentence going on from the list before it)."""
     first, last, sentences = window.first, window.last, window.sentences
     if dangling(window) and first - 1 not in taken:
         first -= 1
