@@ -59,10 +59,13 @@ def _wrapped(text: str, width: int, bullet: str = "", hang: int | None = None) -
     width = max(40, width)
     lines, line = [], bullet
     for piece in _PIECES.findall(" ".join(printable(text).split())):
-        if line.strip() and line != bullet and cell_len(line + piece.rstrip()) > width and piece[0] not in _NO_LINE_START:
-            lines.append(line.rstrip())
-            line = indent
-            piece = piece.lstrip()
+        if line.strip() and line != bullet and cell_len(line + piece.rstrip()) > width:
+            if piece[0] in _NO_LINE_START:  # a closing mark hangs past the edge, against the word it closes
+                line = line.rstrip()
+            else:
+                lines.append(line.rstrip())
+                line = indent
+                piece = piece.lstrip()
         while cell_len(line + piece.rstrip()) > width:  # a word longer than a line
             room = width - cell_len(line)
             cut = next((n for n in range(len(piece), 0, -1) if cell_len(piece[:n]) <= room), 0)
@@ -74,7 +77,8 @@ def _wrapped(text: str, width: int, bullet: str = "", hang: int | None = None) -
             lines.append(line + piece[:cut])
             line, piece = indent, piece[cut:]
         line += piece
-    lines.append(line.rstrip())
+    if line.strip() or not lines:  # not an empty line after a closing mark that hung
+        lines.append(line.rstrip())
     return lines
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from hypothesis import assume, given
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 from rich.cells import cell_len
 
@@ -99,10 +99,13 @@ def test_a_caution_that_speaks_of_the_passages_below_comes_before_them():
 
 @given(st.lists(st.sampled_from(["a", "ab", "关机", "systemctl", "—", "，", "/etc/apt/apt.conf.d/50unattended-upgrades",
                                  "“", "(8)", "默认标准值", " "]), min_size=1, max_size=80), st.integers(40, 100))
+# a full-width comma after a space, at the edge: it hangs against the word, not after the space
+@example(["a"] * 5 + ["/etc/apt/apt.conf.d/50unattended-upgrades", "默认标准值", " ", "，"], 58)
 def test_any_mix_of_wide_and_narrow_text_wraps_within_the_width(pieces, width):
     text = "".join(pieces)
     assume(text.strip())
     lines = _wrapped(text, width, bullet="• ")
     assert all(cell_len(line) <= width + 2 for line in lines)  # a closing mark may hang past the edge
+    assert all(line.strip() for line in lines)  # no empty line after a mark that hung
     assert "".join(line.removeprefix("• ").strip() for line in lines).replace(" ", "") == \
         " ".join(text.split()).replace(" ", "")
