@@ -2,9 +2,7 @@
 -- done, only its closing row was lost. It finished when its report was
 -- written. ?: trace_id
 UPDATE run_log
-SET status = 'complete', error = NULL,
-    finished_at = coalesce((SELECT max(rep.generated_at) FROM report_catalog rep
-                            WHERE rep.flow_run_id = run_log.flow_run_id), now()),
-    elapsed_seconds = epoch(coalesce((SELECT max(rep.generated_at) FROM report_catalog rep
-                                      WHERE rep.flow_run_id = run_log.flow_run_id), now())) - epoch(started_at)
-WHERE trace_id = ? AND status = 'running';
+SET status = 'complete', error = NULL, finished_at = rep.written,
+    elapsed_seconds = epoch(rep.written) - epoch(run_log.started_at)
+FROM (SELECT flow_run_id, max(generated_at) AS written FROM report_catalog GROUP BY flow_run_id) rep
+WHERE rep.flow_run_id = run_log.flow_run_id AND run_log.trace_id = ? AND run_log.status = 'running';

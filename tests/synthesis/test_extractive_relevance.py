@@ -48,6 +48,13 @@ def first_quote(url: str, title: str, text: str, question: str) -> str:
     return quotes(extractive_synthesis([source(1, url, title, text)], question))[0]
 
 
+def quote_holding(url: str, title: str, text: str, question: str, holding: str) -> tuple[str, list[str]]:
+    """The quote of the answer to `question` from one page that holds
+    `holding`, and all the answer's quotes."""
+    quoted = quotes(extractive_synthesis([source(1, url, title, text)], question))
+    return next(q for q in quoted if holding in q), quoted
+
+
 def test_quotes_answer_the_question_and_never_a_title_or_a_one_word_match():
     sources = [source(1, f"{DATAMODEL}?topic=objects#objects", "Objects, values and types", GC_PAGE),
                source(2, "https://docs.python.org/3.11/reference/compound_stmts.html?topic=try#try",
@@ -465,10 +472,9 @@ WITH_SECTION = ("The with statement\n******************\n\n"
 def test_a_quote_is_the_passage_around_the_answering_sentence():
     # the words choose step 2 ("guarantees … always be called"); the steps before and after it, in the same
     # section, say how: a reader of documentation reads the passage, not one sentence of it
-    quoted = quotes(extractive_synthesis([source(1, "https://docs.python.org/3.11/reference/compound_stmts.html",
-                                                 "Compound statements", WITH_SECTION)],
-                                         "How does a with statement make sure cleanup code runs?"))
-    lead = next(q for q in quoted if "will always be called" in q)
+    lead, quoted = quote_holding("https://docs.python.org/3.11/reference/compound_stmts.html", "Compound statements",
+                                 WITH_SECTION, "How does a with statement make sure cleanup code runs?",
+                                 "will always be called")
     assert "__enter__() method is invoked" in lead and "traceback are passed as arguments" in lead
     assert not [q for q in quoted if "exponentiation" in q]  # never past the section
 
@@ -484,9 +490,8 @@ UTF8_SECTION = ("11.1.2. 检查文件是不是 UTF-8 编码\n\n"
 
 def test_a_note_is_read_with_the_section_it_sits_in():
     # "提示" (tip) stands alone on its line like a heading; it labels a note of the section above it
-    quoted = quotes(extractive_synthesis([source(1, "file:///doc/ch11.zh-cn.html", "第 11 章 数据转换", UTF8_SECTION)],
-                                         "怎么判断一个文本文件是不是 UTF-8 编码的？"))
-    lead = next(q for q in quoted if "检查一个文本文件是不是用 UTF-8 编码的" in q)
+    lead, _ = quote_holding("file:///doc/ch11.zh-cn.html", "第 11 章 数据转换", UTF8_SECTION,
+                            "怎么判断一个文本文件是不是 UTF-8 编码的？", "检查一个文本文件是不是用 UTF-8 编码的")
     assert "iconv -f utf8 -t utf8" in lead and "--verbose" in lead
 
 
@@ -502,8 +507,7 @@ HASH_METHOD = ("object.__hash__(self)\n\n"
 def test_a_line_of_code_indented_under_a_paragraph_is_not_a_heading():
     # "return hash((self.name, self.nick))" is short and ends on no full stop, like a title; indented under the
     # description it is part of, it is code, and the passage after it belongs to the same method
-    quoted = quotes(extractive_synthesis([source(1, "https://docs.python.org/3.11/reference/datamodel.html",
-                                                 "Basic customization", HASH_METHOD)],
-                                         "What must the hash of objects that compare equal be?"))
-    lead = next(q for q in quoted if "must have the same hash value" in q)
+    lead, _ = quote_holding("https://docs.python.org/3.11/reference/datamodel.html", "Basic customization",
+                            HASH_METHOD, "What must the hash of objects that compare equal be?",
+                            "must have the same hash value")
     assert "will not be usable as items in hashable collections" in lead
