@@ -55,15 +55,16 @@ from wordfreq import zipf_frequency
 from tasks.common.text import normalize, evidence_terms
 from tasks.retrieval.bm25 import TermIndex, feedback_weights
 from tasks.synthesis.candidates import Sentence, Window
-from tasks.synthesis.figures import figures
+from tasks.synthesis.figures import CURRENCY_UNITS, figures
 from tasks.synthesis.passages import has_cjk
-from tasks.synthesis.question import (asks_for, chinese_words, DEFINITION, DURATION, FREQUENCY, MEASURES, QUANTITY, TEMPERATURE, Part, Question,
-                                      holds)
+from tasks.synthesis.question import (asks_for, chinese_words, DEFINITION, DURATION, FREQUENCY, MEASURES, MONEY,
+                                      QUANTITY, TEMPERATURE, Part, Question, holds)
 
 CONTEXT_CREDIT = 0.5   # a word the sentence's title, heading or neighbours hold, not the sentence itself
 MEANING_CREDIT = 0.6   # a word only matched by meaning, at most
 FRAMING_CREDIT = 0.15  # what a word that frames the answer adds ("Temperature | 24-26 °C" for "what temperature")
 MEANING_FLOOR, MEANING_FULL = 0.25, 0.6  # word cosines: below the floor no credit, from FULL on all of it
+CARRIED_WEIGHT = 0.5   # in ordering a later part's evidence, what a word of the parts before it counts
 ELIGIBLE = 0.3         # evidence: support at least this ...
 SURE = 0.6             # support from which a part counts as answered, not only touched
 UNTYPED_MEASURE_SUPPORT = SURE - 0.01  # at most, for evidence without the measure a part asks for
@@ -109,6 +110,8 @@ def defines(sentence: Sentence, subject: str | None) -> bool:
 
 
 def answers_type(sentence: Sentence, answer: str | None) -> bool:
+    if answer == MONEY:
+        return any(f.base_unit in CURRENCY_UNITS for f in figures(sentence.text))
     pattern = _ANSWER_PATTERNS.get(answer or "")
     if pattern is None:
         return False
@@ -177,7 +180,10 @@ def score(question: Question, found: list[Window]) -> Scores:
                           for w in found], dtype=float)
         measure = part.answer in MEASURES
         support = coverage + TYPE_WEIGHT * typed * measure + DENSE_SAY * dense
-        relevance = (coverage + LEXICAL_WEIGHT * _lexical(index, part) + DENSE_WEIGHT * dense
+        # a later part is often about what the parts before it named ("…的换行符有什么不同？怎么转换？"):
+        # their words order its evidence, they do not decide that it is answered
+        ordered = _coverage(part, found, idf, meaning, carried=True)[1] if part.carried else coverage
+        relevance = (ordered + LEXICAL_WEIGHT * _lexical(index, part) + DENSE_WEIGHT * dense
                      + TYPE_WEIGHT * typed + prior + HEADING_WEIGHT * _heading_share(part, found, idf)
                      + ASKS_WEIGHT * _heading_asks(part, found)
                      + SECTION_WEIGHT * _section_share(part, found, idf, sections))
@@ -248,44 +254,54 @@ def _rarity(word: str, language: str) -> float:
 
 
 def _coverage(part: Part, found: list[Window], idf: dict[str, float],
-              meaning: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+              meaning: dict[str, np.ndarray], carried: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """(own, with context) share of the part's weight each window holds: a
     word held by the window counts whole, one it only matches by meaning (a
     word of the window the embedding model puts close to it) up to
     MEANING_CREDIT; with context, a word its title or heading holds counts
-    at least CONTEXT_CREDIT."""
+    at least CONTEXT_CREDIT; `carried`: the words of the parts before it
+    count too (_counted)."""
     if not part.words:  # a part that is only its interrogative ("how often?")
         return np.ones(len(found)), np.ones(len(found))
-    total = sum(idf[w] for w in part.words) or 1.0
+    factor = _counted(part, carried)
+    total = sum(idf[w] * f for w, f in factor.items()) or 1.0
     own = np.zeros(len(found))
     with_context = np.zeros(len(found))
     for i, window in enumerate(found):
         terms_, text = window.context
-        for word in part.words:
+        for word, f in factor.items():
             if holds(word, window.termset, window.normal):
                 held = idf[word]
             elif word in meaning:
                 held = MEANING_CREDIT * float(meaning[word][i]) * idf[word]
             else:
                 held = 0.0
-            own[i] += held
-            with_context[i] += max(held, CONTEXT_CREDIT * idf[word] if holds(word, terms_, text) else 0.0)
+            own[i] += f * held
+            with_context[i] += f * max(held, CONTEXT_CREDIT * idf[word] if holds(word, terms_, text) else 0.0)
     framed = np.array([any(holds(w, window.termset, window.normal) for w in part.framing) for window in found])
     bonus = FRAMING_CREDIT * framed
     return np.minimum(1.0, own / total + bonus), np.minimum(1.0, with_context / total + bonus)
 
 
+def _counted(part: Part, carried: bool) -> dict[str, float]:
+    """What each word counts in a part's share: its own words whole, and
+    (`carried`) the words of the parts before it CARRIED_WEIGHT."""
+    return {**({w: CARRIED_WEIGHT for w in part.carried} if carried else {}), **{w: 1.0 for w in part.words}}
+
+
 def _heading_share(part: Part, found: list[Window], weight: dict[str, float]) -> np.ndarray:
-    """The share of the part's weight the heading a window sits under holds:
-    in documentation the section titled as the question is its answer."""
-    total = sum(weight[w] for w in part.words) or 1.0
+    """The share of the part's weight (with the words carried from the parts
+    before it) the heading a window sits under holds: in documentation the
+    section titled as the question is its answer."""
+    factor = _counted(part, carried=True)
+    total = sum(weight[w] * f for w, f in factor.items()) or 1.0
     shares = {}
     for window in found:
         heading = window.lead.heading
         if heading not in shares:
             text = normalize(heading)
             held = frozenset(evidence_terms(heading))
-            shares[heading] = sum(weight[w] for w in part.words if holds(w, held, text)) / total
+            shares[heading] = sum(weight[w] * f for w, f in factor.items() if holds(w, held, text)) / total
     return np.array([shares[w.lead.heading] for w in found])
 
 
@@ -311,11 +327,13 @@ def _sections(found: list[Window]) -> dict[int, tuple[frozenset[str], str]]:
 
 def _section_share(part: Part, found: list[Window], weight: dict[str, float],
                    sections: dict[int, tuple[frozenset[str], str]]) -> np.ndarray:
-    """The share of the part's weight the section a window sits in holds,
-    its heading and all its sentences: in documentation the answer is a
-    section about the question, whose sentences need not repeat it."""
-    total = sum(weight[w] for w in part.words) or 1.0
-    shares = {section: sum(weight[w] for w in part.words if holds(w, held, text)) / total
+    """The share of the part's weight (with the words carried from the parts
+    before it) the section a window sits in holds, its heading and all its
+    sentences: in documentation the answer is a section about the question,
+    whose sentences need not repeat it."""
+    factor = _counted(part, carried=True)
+    total = sum(weight[w] * f for w, f in factor.items()) or 1.0
+    shares = {section: sum(weight[w] * f for w, f in factor.items() if holds(w, held, text)) / total
               for section, (held, text) in sections.items()}
     return np.array([shares[w.lead.section] for w in found])
 

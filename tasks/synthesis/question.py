@@ -24,9 +24,9 @@ from tasks.common.text import CJK_RUN, STOPWORDS, is_cjk, normalize, evidence_te
 
 # -- answer types -------------------------------------------------------------------
 
-DURATION, FREQUENCY, TEMPERATURE, QUANTITY = "duration", "frequency", "temperature", "quantity"
+DURATION, FREQUENCY, TEMPERATURE, MONEY, QUANTITY = "duration", "frequency", "temperature", "money", "quantity"
 YES_NO, PROCEDURE, DEFINITION, PLACE, REASON = "yes/no", "procedure", "definition", "place", "reason"
-MEASURES = (DURATION, FREQUENCY, TEMPERATURE, QUANTITY)
+MEASURES = (DURATION, FREQUENCY, TEMPERATURE, MONEY, QUANTITY)
 
 _UNIT_WORDS = r"(?:seconds?|minutes?|hours?|days?|weeks?|months?|years?)"
 # (answer type, its interrogative, the question's words that only frame it)
@@ -38,6 +38,10 @@ _EN_CUES = [
       "weeks", "month", "months", "year", "years"}),
     (TEMPERATURE, re.compile(r"\bwhat temperature\b|\bhow (?:hot|warm|cold|cool)\b|\btemperature\b"),
      {"temperature", "hot", "warm", "cold", "cool", "degree", "degrees"}),
+    (MONEY, re.compile(r"\bhow much (?:\w+\s+){0,8}?(?:cost|costs|charge|charges|pay|spend)\b|"
+                       r"\bwhat (?:does|do|did|will|would) (?:\w+\s+){0,8}?cost\b|\b(?:price|cost) of\b|"
+                       r"\bhow (?:expensive|cheap)\b"),
+     {"cost", "costs", "price", "charge", "charges", "pay", "spend", "expensive", "cheap"}),
     (QUANTITY, re.compile(r"\bhow (?:much|many|big|large|small|high|low|far|deep|heavy)\b|"
                           r"\bwhat (?:size|amount|percentage|proportion|ratio|wattage|volume|dose|level)\b"),
      {"big", "large", "small", "high", "low", "far", "deep", "heavy", "size", "amount", "percentage",
@@ -55,6 +59,7 @@ _ZH_CUES = [
     (FREQUENCY, re.compile(r"多久一次|多长时间一次|隔多久|频率|几次|多少次|多久.{0,4}(?:换|清|喂|测)"), {"频率", "一次"}),
     (DURATION, re.compile(r"多久|多长时间|几天|几分钟|几小时|几个月|几周|多少天|多少分钟|多少小时"), {"时间"}),
     (TEMPERATURE, re.compile(r"温度|多少度|几度"), {"温度"}),
+    (MONEY, re.compile(r"多少钱|价格|价钱|费用|花费|成本|多贵|贵不贵|贵吗"), {"价格", "价钱", "费用", "花费", "成本"}),
     (QUANTITY, re.compile(r"多少|多大|几个|多少个|多高|多低|多长"), set()),
     (PLACE, re.compile(r"哪里|在哪|哪个文件|哪个目录|什么位置|什么地方"), {"位置", "地方"}),
     (REASON, re.compile(r"为什么|为何|什么原因"), {"原因"}),
@@ -101,6 +106,7 @@ class Part:
     answer: str | None = None  # the kind of answer it wants
     dimension: bool = False    # a planner's key dimension of the topic, not a part of the question
     framing: tuple[str, ...] = ()  # its words that only frame the answer ("temperature" in "what temperature")
+    carried: tuple[str, ...] = ()  # the words of the parts before it, its likely subject when it names none
 
     @property
     def surfaces(self) -> dict[str, str]:
@@ -147,7 +153,9 @@ def read_question(text: str) -> Question:
         if answer is None and parts and _elliptical(piece, chinese):
             answer = parts[-1].answer
         if words or answer:
-            parts.append(Part(" ".join(piece.split()), words, answer, framing=tuple(w for w in said if w in framing)))
+            carried = tuple(dict.fromkeys(w for p in parts for w in p.words if w not in words))
+            parts.append(Part(" ".join(piece.split()), words, answer, framing=tuple(w for w in said if w in framing),
+                              carried=carried))
     if not parts:
         parts = [Part(" ".join(text.split()), tuple(question_words(text)), None)]
     return Question(text, "zh" if chinese else "en", tuple(_distinct(parts)))

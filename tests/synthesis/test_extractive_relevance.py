@@ -511,3 +511,41 @@ def test_a_line_of_code_indented_under_a_paragraph_is_not_a_heading():
                             HASH_METHOD, "What must the hash of objects that compare equal be?",
                             "must have the same hash value")
     assert "will not be usable as items in hashable collections" in lead
+
+
+def test_a_price_is_what_answers_how_much_something_costs():
+    """A note that gives the heater's wattage and temperature does not say
+    what it costs to run: the report says the sources may not answer, and
+    a note that gives a price answers."""
+    heater = ("# Heater\n\nMy 120 L tank has a 150 W heater, which leaves a bit of headroom for cold winters.\n\n"
+              "I keep the thermostat set to 25 °C and check it against a glass thermometer every month.\n")
+    bill = "# Running costs\n\nThe 150 W heater adds about £9 a month to the electricity bill in winter.\n"
+    question = "How much does it cost in electricity to run a 150 W heater for a month?"
+    unanswered = extractive_synthesis([source(1, "file:///notes/heater.md", "Heater", heater)], question)
+    gaps = [g.description for g in unanswered.contradictions_or_gaps if g.kind == "gap"]
+    assert gaps and gaps[0].startswith("The sources found may not answer this question")
+    answered = extractive_synthesis([source(1, "file:///notes/heater.md", "Heater", heater),
+                                     source(2, "file:///notes/costs.md", "Running costs", bill)], question)
+    assert not [g for g in answered.contradictions_or_gaps if g.kind == "gap"]
+    assert "£9 a month" in quotes(answered)[0]
+    chinese = extractive_synthesis([source(1, "file:///notes/heater-zh.md", "加热棒",
+                                           "# 加热棒\n\n我的 120 升鱼缸用一根 150 W 的加热棒，温度设在 25 度。\n\n"
+                                           "# 电费\n\n冬天这根加热棒每个月的电费大约 60 元。\n")],
+                                   "150 W 的加热棒开一个月电费要多少钱？")
+    assert "60 元" in quotes(chinese)[0]
+    assert not [g for g in chinese.contradictions_or_gaps if g.kind == "gap"]
+
+
+def test_a_later_part_that_names_no_subject_is_read_as_about_the_one_before():
+    """"怎么转换？" after a question about line endings asks how to convert
+    line endings: its lead is the converter of line endings, not the first
+    page about converting something else."""
+    encodings = ("# 编码转换\n\n用 iconv 转换文件的编码，例如把 GBK 转换成 UTF-8。\n\n"
+                 "转换之前先备份文件，转换失败时 iconv 会报告出错的位置。\n")
+    endings = ("# 换行符\n\nWindows 的换行符是 CR-LF，Linux 的换行符是 LF。\n\n"
+               "# 工具\n\nfromdos 和 todos 命令在两种换行符之间转换文本文件。\n")
+    result = extractive_synthesis([source(1, "file:///notes/encoding.md", "编码", encodings),
+                                   source(2, "file:///notes/line-endings.md", "换行符", endings)],
+                                  "Windows 和 Linux 的换行符有什么不同？怎么转换？")
+    convert = [i for i in result.synthesized_insights if i.dimension and "转换" in i.dimension]
+    assert convert and "fromdos" in convert[0].citations[0].quote
