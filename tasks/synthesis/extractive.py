@@ -129,9 +129,19 @@ def _pick(question: Question, found: list[Window], scores: Scores, strong: np.nd
         if not open_pool:
             break
         pick = max(open_pool, key=lambda i: (1 - opts.diversity) * best[i] / top - opts.diversity * max(
-            (jaccard(found[i].termset, f.window.termset) for f in chosen), default=0.0))
+            (_alike(found[i], f.window) for f in chosen), default=0.0))
         take(pick)
     return chosen[:leads] + sorted(chosen[leads:], key=lambda f: -f.relevance)
+
+
+def _alike(window: Window, quoted: Window) -> float:
+    """How much a candidate repeats a quote: the words they share — but a
+    row of a table quoted repeats only its columns' words, and answers on
+    its own ("systemctl set-default multi-user" below "systemctl isolate
+    multi-user")."""
+    if window.lead.row and any(m.row and m.section == window.lead.section for m in quoted.members):
+        return 0.0
+    return jaccard(window.termset, quoted.termset)
 
 
 def _strong(scores: Scores, opts: ExtractiveOptions) -> np.ndarray:

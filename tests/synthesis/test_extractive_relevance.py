@@ -9,7 +9,7 @@ from __future__ import annotations
 from tasks.synthesis.base import Source
 from tasks.synthesis.candidates import candidates, windows
 from tasks.synthesis.evidence import score
-from tasks.synthesis.extractive import extractive_synthesis
+from tasks.synthesis.extractive import ExtractiveOptions, extractive_synthesis
 from tasks.synthesis.question import FREQUENCY, QUANTITY, asks_for, read_question
 from tasks.synthesis.modeling import extractive_blueprint
 
@@ -549,3 +549,31 @@ def test_a_later_part_that_names_no_subject_is_read_as_about_the_one_before():
                                   "Windows 和 Linux 的换行符有什么不同？怎么转换？")
     convert = [i for i in result.synthesized_insights if i.dimension and "转换" in i.dimension]
     assert convert and "fromdos" in convert[0].citations[0].quote
+
+
+def test_rows_of_a_table_quoted_are_not_taken_for_repeats_of_it():
+    """Rows of one table share their columns' words ("systemctl"); each
+    answers on its own, so a row further down the table quoted is no
+    repeat of the rows quoted: "set-default" makes the console the default,
+    "isolate" only switches to it now. With room for one quote past the
+    lead, it is those rows, not a paragraph that only mentions 图形界面."""
+    rows = ["| 列出所有 target 单元配置 | \"systemctl list-units --type=target\" |",
+            "| 转换到 \"图形\" (图形界面系统) | \"systemctl isolate graphical\" |",
+            "| 转换到 \"多用户\" (命令行系统) | \"systemctl isolate multi-user\" |",
+            "| 向\"$unit\"发送杀死信号 | \"systemctl kill $unit\" |",
+            "| 检查\"$unit\"服务是否是活动的 | \"systemctl is-active $unit\" |",
+            "| 启用 \"$unit\" (增加符号链接) | \"systemctl enable $unit\" |",
+            "| 设置默认 target 为\"graphical\" (图形系统) | \"systemctl set-default graphical\" |",
+            "| 设置默认的 target 为\"multi-user\" (命令行系统) | \"systemctl set-default multi-user\" |"]
+    table = ("3.2.6. systemctl\n\nsystemctl(1) 命令提供通用的系统管理操作。\n\n表 3.6. 典型的 systemctl 命令片段列表\n\n"
+             "| 操作 | 命令片段 |\n| --- | --- |\n" + "\n".join(rows) + "\n")
+    prose = "".join(f"1.2.{n}. {heading}\n\n{text}\n\n" for n, (heading, text) in enumerate([
+        ("环境变量", "显示管理器可以给图形用户界面会话设定环境变量。"),
+        ("终端", "图形界面的终端模拟器有很多种可以选择。"),
+        ("挂载", "图形界面下自动挂载的设备，操作前需要手工卸载。"),
+        ("网络", "通过图形界面配置网络更方便。")]))
+    result = extractive_synthesis([source(1, "file:///doc/ch03.html", "第 3 章 系统初始化", table),
+                                   source(2, "file:///doc/ch01.html", "第 1 章 教程", prose)],
+                                  "想让机器开机直接进命令行，不进图形界面，怎么设置？", opts=ExtractiveOptions(max_insights=2))
+    said = " ".join(quotes(result))
+    assert "systemctl isolate multi-user" in said and "systemctl set-default multi-user" in said
