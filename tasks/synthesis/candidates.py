@@ -58,6 +58,7 @@ class Sentence:
     short_block: bool = False  # its block is a list item or a line, not a paragraph of prose
     short_section: bool = False  # its section is a few lines, one unit of meaning
     statement: bool = True     # a sentence to quote as evidence; else a line of code it may introduce
+    brief: bool = False        # a sentence too short to be evidence, quoted only with the one before it
     row: bool = False          # a table row (its cells, without the outer bars)
     columns: str = ""          # the header row of its table, when it has one
 
@@ -193,11 +194,13 @@ def candidates(sources: list[Source]) -> list[Sentence]:
                     continue
                 statement = quotable(sentence)
                 # code, or a list item too short to stand as evidence ("- 小写字母"), is quoted only after
-                # a sentence that introduces it
-                if statement or _is_code(sentence) or bullet:
+                # a sentence that introduces it; a sentence too short to stand as evidence ("It has to be
+                # empty.") only within the paragraph of the one before it
+                brief = not statement and not bullet and quotable(sentence, shortest=1)
+                if statement or _is_code(sentence) or bullet or brief:
                     quoted = s + len(clip(sentence, QUOTE_CHARS)) if statement else e
                     sentences.append(Sentence(source, s, quoted, e, block_no, section, heading, short,
-                                              statement=statement))
+                                              statement=statement, brief=brief))
     _mark_short_sections(sentences)
     return sentences
 
@@ -268,7 +271,8 @@ def quote_from(window: Window, taken: set[int], related: set[int], limit: int,
     if dangling(window) and first - 1 not in taken:
         first -= 1
     while (first > 0 and first - 1 not in taken | apart and sentences[first - 1].block == sentences[first].block
-           and sentences[first - 1].statement and sentences[last].end - sentences[first - 1].start <= limit
+           and (sentences[first - 1].statement or sentences[first - 1].brief)
+           and sentences[last].end - sentences[first - 1].start <= limit
            and not _PRONOUN_START.match(sentences[first - 1].text)):
         first -= 1
     while last + 1 < len(sentences) and last + 1 not in taken and sentences[last + 1].end - sentences[first].start <= limit:
@@ -277,6 +281,9 @@ def quote_from(window: Window, taken: set[int], related: set[int], limit: int,
             break
         if a.row or b.row:
             if not (last + 1 in related and b.row and (a.row or _INTRODUCES.search(a.text))):
+                break
+        elif b.brief:
+            if b.block != a.block or not (a.statement or a.brief):
                 break
         elif not b.statement and not (not a.statement or _INTRODUCES.search(a.text) or b.block == a.block + 1):
             break  # code right after the paragraph a sentence ends is what it speaks of ("… 关闭系统。" + "# shutdown -h now")
@@ -325,11 +332,12 @@ def _is_code(text: str) -> bool:
     return bool(_CODE_LINE.search(text)) and weight_len(" ".join(text.split())) <= CODE_CHARS
 
 
-def quotable(sentence: str) -> bool:
+def quotable(sentence: str, shortest: int = 20) -> bool:
     """A sentence a reader can take as evidence: it states (a question, as in
-    a FAQ, answers nothing) and is mostly words (not code or a table row)."""
+    a FAQ, answers nothing), is mostly words (not code or a table row) and
+    is not too short to stand alone (`shortest`, in weighted characters)."""
     flat = " ".join(sentence.split())
-    if weight_len(flat) < 20 or any(mark in flat for mark in _CODE_MARKS) or flat.startswith("#"):
+    if weight_len(flat) < shortest or any(mark in flat for mark in _CODE_MARKS) or flat.startswith("#"):
         return False
     if flat.rstrip("\"'\u201d\u2019)]").endswith(("?", "\uff1f")):
         return False

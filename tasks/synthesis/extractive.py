@@ -312,15 +312,16 @@ def _contradictions(points: list[_Point], lab: dict[str, str], limit: int,
 def _gaps(question: Question, answered: list[bool], sure: list[bool], lab: dict[str, str]) -> list[ContradictionOrGap]:
     """What the sources do not answer: the question as a whole when no part
     of it is answered clearly (said differently when passages touching it
-    are quoted), else each part no source speaks to clearly; and each of a
-    planner's dimensions no source speaks to."""
+    are quoted), else each part no source speaks to clearly (said
+    differently when passages touch it); and each of a planner's dimensions
+    no source speaks to."""
     asked = [(p, a, s) for p, a, s in zip(question.parts, answered, sure) if not p.dimension]
     if not any(s for _, _, s in asked):
         gaps = [ContradictionOrGap(kind="gap", description=lab["no_answer_partly" if any(a for _, a, _ in asked)
                                                                   else "no_answer"])]
     else:
-        gaps = [ContradictionOrGap(kind="gap", description=lab["gap_part"].format(part=_label(p)), dimension=_label(p))
-                for p, _, s in asked if not s and question.multi_part]
+        gaps = [ContradictionOrGap(kind="gap", description=lab["gap_part_touched" if a else "gap_part"].format(
+                    part=_label(p)), dimension=_label(p)) for p, a, s in asked if not s and question.multi_part]
     return gaps + [ContradictionOrGap(kind="gap", description=lab["gap_dimension"].format(dimension=p.text),
                                       dimension=p.text)
                    for p, a in zip(question.parts, answered) if p.dimension and not a]

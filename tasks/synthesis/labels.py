@@ -10,6 +10,8 @@ LABELS: dict[str, dict[str, str]] = {
         "no_sources": "No sources were found for this task, so there is no evidence to synthesize.",
         "gap_dimension": "No evidence was found for “{dimension}”.",
         "gap_part": "The sources do not answer this part of the question: “{part}”.",
+        "gap_part_touched": "The sources may not answer this part of the question: “{part}” — passages touch on "
+                            "it, but none speaks to it clearly.",
         "says_one": "{domain} reports: “{quote}”",
         "says_many": "{domain} and {others} other {sources} report: “{quote}”",
         "row_columns": " (from a table whose columns are: {columns})",
@@ -50,6 +52,7 @@ LABELS: dict[str, dict[str, str]] = {
         "no_sources": "该任务没有找到任何来源，因此没有可供综合的证据。",
         "gap_dimension": "未找到关于“{dimension}”的证据。",
         "gap_part": "来源没有回答问题的这一部分：“{part}”。",
+        "gap_part_touched": "来源可能没有回答问题的这一部分：“{part}”——有段落与之相关，但没有哪一段明确讲到它。",
         "says_one": "{domain} 指出：“{quote}”",
         "says_many": "{domain} 等 {count} 个来源指出：“{quote}”",
         "row_columns": "（摘自表格，各列为：{columns}）",

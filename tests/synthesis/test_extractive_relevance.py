@@ -577,3 +577,28 @@ def test_rows_of_a_table_quoted_are_not_taken_for_repeats_of_it():
                                   "想让机器开机直接进命令行，不进图形界面，怎么设置？", opts=ExtractiveOptions(max_insights=2))
     said = " ".join(quotes(result))
     assert "systemctl isolate multi-user" in said and "systemctl set-default multi-user" in said
+
+
+def test_a_sentence_too_short_to_be_evidence_is_quoted_with_the_one_before_it():
+    """"It has to be empty." answers the question, after the sentence that
+    says why: too short to stand as evidence alone, it is quoted as part of
+    its paragraph."""
+    page = ("Moving the tank to the new flat\n\nNever lift or slide a tank that still has water or gravel in it: "
+            "the weight twists the frame and can split the silicone seams. It has to be empty.\n\n"
+            "What I did (moving day)\n\n1. No food the day before.\n\n2. Fish into lidded buckets filled with tank "
+            "water, with a battery air pump in each.\n")
+    quote, _ = quote_holding("file:///notes/moving-the-tank.html", "Moving the tank", page,
+                             "Can I carry the tank with some water left in it?", "Never lift")
+    assert quote.startswith("Never lift or slide a tank") and quote.endswith("It has to be empty.")
+
+
+def test_a_part_only_touched_is_said_to_be_touched_not_unanswered():
+    """A part whose passages only touch it is not said to be unanswered
+    while they are quoted: the report says they touch it."""
+    text = ("# Sourdough\n\nLet the dough rest for 30 to 45 minutes before shaping.\n\n"
+            "# Shopping\n\nThe market stall sells rye flour in paper bags on Saturdays.\n")
+    result = extractive_synthesis([source(1, "file:///notes/sourdough.md", "Sourdough", text)],
+                                  "How long should the dough rest, and which flour gives the best crust?")
+    gaps = [g.description for g in result.contradictions_or_gaps if g.kind == "gap"]
+    assert gaps == ["The sources may not answer this part of the question: “which flour gives the best crust” — "
+                    "passages touch on it, but none speaks to it clearly."]
