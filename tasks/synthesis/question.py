@@ -38,10 +38,12 @@ _EN_CUES = [
       "weeks", "month", "months", "year", "years"}),
     (TEMPERATURE, re.compile(r"\bwhat temperature\b|\bhow (?:hot|warm|cold|cool)\b|\btemperature\b"),
      {"temperature", "hot", "warm", "cold", "cool", "degree", "degrees"}),
-    (MONEY, re.compile(r"\bhow much (?:\w+\s+){0,8}?(?:cost|costs|charge|charges|pay|spend)\b|"
-                       r"\bwhat (?:does|do|did|will|would) (?:\w+\s+){0,8}?cost\b|\b(?:price|cost) of\b|"
-                       r"\bhow (?:expensive|cheap)\b"),
-     {"cost", "costs", "price", "charge", "charges", "pay", "spend", "expensive", "cheap"}),
+    # "how much does … cost" asks a price; "how much memory does … cost", "the cost of a lookup" or "how
+    # expensive is a call" ask another measure
+    (MONEY, re.compile(r"\bhow much (?:does|do|did|will|would|could|should|can|is|are|was|were) (?:\w+\s+){0,8}?"
+                       r"(?:cost|costs|charge|charges|pay|spend)\b|"
+                       r"\bwhat (?:does|do|did|will|would) (?:\w+\s+){0,8}?cost\b|\bprice\b"),
+     {"cost", "costs", "price", "charge", "charges", "pay", "spend"}),
     (QUANTITY, re.compile(r"\bhow (?:much|many|big|large|small|high|low|far|deep|heavy)\b|"
                           r"\bwhat (?:size|amount|percentage|proportion|ratio|wattage|volume|dose|level)\b"),
      {"big", "large", "small", "high", "low", "far", "deep", "heavy", "size", "amount", "percentage",
@@ -59,7 +61,7 @@ _ZH_CUES = [
     (FREQUENCY, re.compile(r"多久一次|多长时间一次|隔多久|频率|几次|多少次|多久.{0,4}(?:换|清|喂|测)"), {"频率", "一次"}),
     (DURATION, re.compile(r"多久|多长时间|几天|几分钟|几小时|几个月|几周|多少天|多少分钟|多少小时"), {"时间"}),
     (TEMPERATURE, re.compile(r"温度|多少度|几度"), {"温度"}),
-    (MONEY, re.compile(r"多少钱|价格|价钱|费用|花费|成本|多贵|贵不贵|贵吗"), {"价格", "价钱", "费用", "花费", "成本"}),
+    (MONEY, re.compile(r"多少钱|价格|价钱|费用|多贵|贵不贵|贵吗"), {"价格", "价钱", "费用"}),
     (QUANTITY, re.compile(r"多少|多大|几个|多少个|多高|多低|多长"), set()),
     (PLACE, re.compile(r"哪里|在哪|哪个文件|哪个目录|什么位置|什么地方"), {"位置", "地方"}),
     (REASON, re.compile(r"为什么|为何|什么原因"), {"原因"}),

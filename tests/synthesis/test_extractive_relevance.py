@@ -534,6 +534,9 @@ def test_a_price_is_what_answers_how_much_something_costs():
                                    "150 W 的加热棒开一个月电费要多少钱？")
     assert "60 元" in quotes(chinese)[0]
     assert not [g for g in chinese.contradictions_or_gaps if g.kind == "gap"]
+    # what a list costs in memory, or a lookup in time, is no price
+    assert [read_question(q).parts[0].answer for q in ("How much memory does a list cost?",
+                                                       "How expensive is a dict lookup?")] == [QUANTITY, None]
 
 
 def test_a_later_part_that_names_no_subject_is_read_as_about_the_one_before():
