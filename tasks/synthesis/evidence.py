@@ -64,6 +64,8 @@ CONTEXT_CREDIT = 0.5   # a word the sentence's title, heading or neighbours hold
 MEANING_CREDIT = 0.6   # a word only matched by meaning, at most
 FRAMING_CREDIT = 0.15  # what a word that frames the answer adds ("Temperature | 24-26 °C" for "what temperature")
 MEANING_FLOOR, MEANING_FULL = 0.25, 0.6  # word cosines: below the floor no credit, from FULL on all of it
+RELATED_SHARE = 0.1    # a window speaks to a part (a table's row joins a quote) from this share of its words:
+                       # not from one Chinese word sharing a character with a question word (直接 / 链接)
 CARRIED_WEIGHT = 0.5   # in ordering a later part's evidence, what a word of the parts before it counts
 ELIGIBLE = 0.3         # evidence: support at least this ...
 SURE = 0.6             # support from which a part counts as answered, not only touched
@@ -142,7 +144,8 @@ class Scores:
         return np.max(np.where(self.eligible, self.relevance, 0.0), axis=0)
 
     def related(self) -> np.ndarray:
-        """Per window: it holds something of some part (a word, or the kind of answer)."""
+        """Per window: it speaks to some part (holds more than RELATED_SHARE of
+        its words, or the kind of answer it wants)."""
         return np.any(self.touched, axis=0) if self.touched else np.zeros(0, dtype=bool)
 
     def answered(self) -> list[bool]:
@@ -202,7 +205,7 @@ def score(question: Question, found: list[Window]) -> Scores:
         out.support.append(float(support.max()))
         out.supports.append(support)
         out.worded.append(float(worded.max()))
-        out.touched.append((own > 0) | (typed > 0))
+        out.touched.append((own > RELATED_SHARE) | (typed > 0))
     return out
 
 

@@ -580,6 +580,8 @@ def test_rows_of_a_table_quoted_are_not_taken_for_repeats_of_it():
                                   "想让机器开机直接进命令行，不进图形界面，怎么设置？", opts=ExtractiveOptions(max_insights=2))
     said = " ".join(quotes(result))
     assert "systemctl isolate multi-user" in said and "systemctl set-default multi-user" in said
+    # the rows around it that share no word with the question stay out (链接 only shares 接 with 直接)
+    assert "systemctl enable" not in said and "systemctl kill" not in said
 
 
 def test_a_sentence_too_short_to_be_evidence_is_quoted_with_the_one_before_it():
