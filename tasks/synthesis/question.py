@@ -163,9 +163,13 @@ def read_question(text: str) -> Question:
     return Question(text, "zh" if chinese else "en", tuple(_distinct(parts)))
 
 
+_CONTRACTION = re.compile(r"(?<=[a-z])(?:n['’]t|['’](?:re|ve|ll|d|m|s))\b", re.IGNORECASE)
+
+
 def question_words(text: str) -> list[str]:
     """The words a passage about `text` holds: Latin stems (and a keyword
     named with its noun, "with statement"), Chinese words."""
+    text = _CONTRACTION.sub("", text)  # "We're" is "We", not a word "re"
     if not is_cjk(text):
         return list(dict.fromkeys([*named_keywords(text), *evidence_terms(text)]))
     found = []

@@ -607,3 +607,11 @@ def test_a_part_only_touched_is_said_to_be_touched_not_unanswered():
     gaps = [g.description for g in result.contradictions_or_gaps if g.kind == "gap"]
     assert gaps == ["The sources may not answer this part of the question: “which flour gives the best crust” — "
                     "passages touch on it, but none speaks to it clearly."]
+
+
+def test_the_end_of_a_contraction_is_no_word_of_the_question():
+    """"We're", "I've", "don't": what follows the apostrophe is no word a
+    passage must hold ("re" would match "re-dosed")."""
+    question = read_question("We're moving house and I've got a 60 L tank. Don't I need to empty it?")
+    assert not {"re", "ve", "don", "t"} & set(question.words)
+    assert {"move", "hous", "tank", "empti"} <= set(question.words)
