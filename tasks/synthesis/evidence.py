@@ -22,13 +22,17 @@ For each part of the question (tasks/synthesis/question.py) a sentence gets:
   helps Chinese too: with it and word meaning, nugget recall on
   debian_ref_zh went from 0.343 to 0.471 (bench/answers.py);
 - answer type: whether it holds the kind of answer the part wants (a
-  duration for "how long", a temperature, a frequency, a figure);
+  duration for "how long", a temperature, a frequency, a price, a figure);
 - heading: the share of the part's words the heading above it holds, and
   whether the heading asks for the kind of answer the part wants ("How
   much and how often" above the answer to "How often should I feed …?");
 - section: the share its whole section holds (heading and sentences): in
   documentation the answer is a section about the question;
 - the source's place in the task's ranking (retrieval judged the whole page).
+
+A later part's coverage, heading and section shares in its ranking also
+count the words of the parts before it, at `CARRIED_WEIGHT`: "怎么转换？"
+after a question about line endings asks how to convert line endings.
 
 Then the multilingual sentence model (tasks/synthesis/sentence_model.py)
 reads the `SENTENCE_POOL` windows all of the above ranks first, and its
