@@ -22,7 +22,8 @@ For each part of the question (tasks/synthesis/question.py) a sentence gets:
   helps Chinese too: with it and word meaning, nugget recall on
   debian_ref_zh went from 0.343 to 0.471 (bench/answers.py);
 - answer type: whether it holds the kind of answer the part wants (a
-  duration for "how long", a temperature, a frequency, a price, a figure);
+  duration for "how long", a temperature, a frequency, a price, a figure,
+  a recommendation for "which … is best");
 - heading: the share of the part's words the heading above it holds, and
   whether the heading asks for the kind of answer the part wants ("How
   much and how often" above the answer to "How often should I feed …?");
@@ -61,7 +62,7 @@ from tasks.retrieval.bm25 import TermIndex, feedback_weights
 from tasks.synthesis.candidates import Sentence, Window
 from tasks.synthesis.figures import CURRENCY_UNITS, figures
 from tasks.synthesis.passages import has_cjk
-from tasks.synthesis.question import (asks_for, chinese_words, DEFINITION, DURATION, FREQUENCY, MEASURES, MONEY,
+from tasks.synthesis.question import (asks_for, chinese_words, CHOICE, DEFINITION, DURATION, FREQUENCY, MEASURES, MONEY,
                                       QUANTITY, TEMPERATURE, Part, Question, holds)
 
 CONTEXT_CREDIT = 0.5   # a word the sentence's title, heading or neighbours hold, not the sentence itself
@@ -105,6 +106,8 @@ _ANSWER_PATTERNS = {
                           r"nightly|hourly)\b|每(?:天|日|周|星期|月|年|小时|隔)|一天.次|定期", re.IGNORECASE),
     TEMPERATURE: re.compile(r"\d\s*(?:°|º|degrees?\b|℃|℉)|\d\s?[CF]\b|摄氏|华氏|\d+\s*度"),
     QUANTITY: re.compile(r"\d|[一二三四五六七八九十两百千万亿半]"),
+    CHOICE: re.compile(r"\brecommend|\b(?:best|better|preferred|ideal)\b|\bprefer(?:s|red)?\b|\bgood (?:choice|option|idea)\b|"
+                       r"推荐|建议|好的选择|首选|最好|更好|最佳|适合", re.IGNORECASE),
 }
 
 

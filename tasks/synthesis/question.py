@@ -26,6 +26,7 @@ from tasks.common.text import CJK_RUN, STOPWORDS, is_cjk, normalize, evidence_te
 
 DURATION, FREQUENCY, TEMPERATURE, MONEY, QUANTITY = "duration", "frequency", "temperature", "money", "quantity"
 YES_NO, PROCEDURE, DEFINITION, PLACE, REASON = "yes/no", "procedure", "definition", "place", "reason"
+CHOICE = "choice"
 MEASURES = (DURATION, FREQUENCY, TEMPERATURE, MONEY, QUANTITY)
 
 _UNIT_WORDS = r"(?:seconds?|minutes?|hours?|days?|weeks?|months?|years?)"
@@ -50,6 +51,12 @@ _EN_CUES = [
       "proportion", "ratio", "volume", "level"}),
     (PLACE, re.compile(r"^\W*where\b|\bwhich (?:file|folder|directory|path)\b"), set()),
     (REASON, re.compile(r"^\W*why\b"), set()),
+    # which thing to choose, not how to do something ("the best way to …" asks a procedure)
+    (CHOICE, re.compile(r"\b(?:best|better|recommended|preferred|good)\s+(?!(?:way|method|approach)\b)\w+\s+(?:for|to)\b|"
+                        r"\b(?:which|what)\b[^?]*\b(?:is|are|would be|works?)\s+(?:the\s+)?(?:best|better|recommended|"
+                        r"preferred)\b|\b(?:which|what)\s+(?:\w+\s+){0,3}?should\s+(?:i|we|you)\s+(?:use|choose|pick|buy|get)\b|"
+                        r"\brecommend"),
+     {"best", "better", "good", "recommend", "recommended", "prefer", "preferred", "choice", "option"}),
     (DEFINITION, re.compile(r"^\W*what (?:is|are|does .+ (?:mean|do))\b|\bwhat does .+ mean\b|\bmeaning of\b"),
      {"mean", "meaning"}),
     (PROCEDURE, re.compile(r"\bhow (?:do|can|should|would|could) (?:i|you|we|one)\b|\bhow to\b|\bsteps?\b|"
@@ -65,6 +72,8 @@ _ZH_CUES = [
     (QUANTITY, re.compile(r"多少|多大|几个|多少个|多高|多低|多长"), set()),
     (PLACE, re.compile(r"哪里|在哪|哪个文件|哪个目录|什么位置|什么地方"), {"位置", "地方"}),
     (REASON, re.compile(r"为什么|为何|什么原因"), {"原因"}),
+    (CHOICE, re.compile(r"(?:什么|哪个|哪种|哪款|哪一个|哪家).{0,12}(?:比较好|最好|更好|好用|合适|推荐)|推荐|选哪|选什么"),
+     {"比较", "推荐", "建议", "最好", "更好", "选择", "合适", "好用"}),
     (DEFINITION, re.compile(r"什么是|是什么|什么意思|指什么"), {"意思"}),
     (PROCEDURE, re.compile(r"怎么|怎样|如何|步骤"), {"步骤", "方法", "办法"}),
     (YES_NO, re.compile(r"吗[？?]?$|能不能|可不可以|是否|能否|要不要|会不会|可以.{0,12}吗|有没有"), set()),

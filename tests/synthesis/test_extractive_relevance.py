@@ -10,7 +10,7 @@ from tasks.synthesis.base import Source
 from tasks.synthesis.candidates import candidates, windows
 from tasks.synthesis.evidence import score
 from tasks.synthesis.extractive import ExtractiveOptions, extractive_synthesis
-from tasks.synthesis.question import FREQUENCY, QUANTITY, asks_for, read_question
+from tasks.synthesis.question import CHOICE, FREQUENCY, QUANTITY, asks_for, read_question
 from tasks.synthesis.modeling import extractive_blueprint
 
 DATAMODEL = "https://docs.python.org/3.11/reference/datamodel.html"
@@ -537,6 +537,25 @@ def test_a_price_is_what_answers_how_much_something_costs():
     # what a list costs in memory, or a lookup in time, is no price
     assert [read_question(q).parts[0].answer for q in ("How much memory does a list cost?",
                                                        "How expensive is a dict lookup?")] == [QUANTITY, None]
+
+
+def test_a_question_of_which_to_choose_is_answered_by_the_sentence_that_recommends():
+    """"用什么输入法比较好" asks which to choose: the sentence calling ibus a
+    good choice is quoted, though pages on translation and keyboards hold
+    more of the question's words ("Debian", "中文", "比较")."""
+    chapter = ("# 第 8 章 国际化和本地化\n\n## 8.1 翻译\n\nDebian 系统中的许多中文文档都有翻译，而且翻译比较完整。\n\n"
+               "安装 manpages-zh 软件包，就能在 Debian 上读中文的手册页。\n\n"
+               "## 8.2 键盘输入\n\nDebian 可以用 keyboard-configuration 配置键盘布局，输入重音字符。\n\n"
+               "## 8.3 输入法\n\n因 GNOME 桌面推荐 ibus，ibus 对于输入法来说，是一个好的选择。\n\n"
+               "对于中文，fcitx5 可以是一个替代的输入法框架。\n")
+    result = extractive_synthesis([source(1, "file:///doc/ch08.html", "第 8 章 国际化和本地化", chapter)],
+                                  "Debian 下打中文用什么输入法比较好？", None, ExtractiveOptions(max_insights=3))
+    assert any("ibus 对于输入法来说，是一个好的选择" in q for q in quotes(result))
+    assert [read_question(q).parts[0].answer for q in ("Which filter is best for a 60 L tank?",
+                                                       "What heater should I buy for a 60 L tank?",
+                                                       "Debian 下打中文用什么输入法比较好？")] == [CHOICE] * 3
+    # the best way to do something is a procedure, not a thing to choose
+    assert read_question("What's the best way to feed fish during a holiday?").parts[0].answer != CHOICE
 
 
 def test_a_later_part_that_names_no_subject_is_read_as_about_the_one_before():
