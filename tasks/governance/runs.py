@@ -256,8 +256,8 @@ class RunSummary:
 
     def headline(self) -> str:
         """How the run ended, how long it took and what it found, in one line."""
-        return (f"{self.status} in {self.elapsed_seconds:.1f} s — {self.candidate_count} candidate sources, "
-                f"{self.filtered_count} selected, {self.publisher_count} publishers")
+        return (f"{self.status} in {self.elapsed_seconds:.1f} s — {counted(self.candidate_count, 'candidate source')}, "
+                f"{self.filtered_count} selected, {counted(self.publisher_count, 'publisher')}")
 
     @classmethod
     def load(cls, settings: Settings, trace_id: str) -> "RunSummary | None":

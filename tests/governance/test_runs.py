@@ -246,6 +246,11 @@ def test_summary_lines_and_load(settings, trace_id):
     assert RunSummary.load(settings, "no-such-trace") is None
     ok = RunSummary(trace_id, TASK, "complete", outputs={"report": "reports/x/report.md"})
     assert ok.exit_code == 0 and "  report: reports/x/report.md" in ok.lines()
+    # the one line the terminal ends on counts as a sentence does
+    one = RunSummary(trace_id, TASK, "complete", candidate_count=1, filtered_count=1, publisher_count=1,
+                     elapsed_seconds=2.8)
+    assert one.headline() == "complete in 2.8 s — 1 candidate source, 1 selected, 1 publisher"
+    assert summary.headline() == "timed_out in 1800.2 s — 4 candidate sources, 0 selected, 0 publishers"
 
 
 def test_a_report_rebuild_covers_the_latest_complete_runs_selection(settings):
