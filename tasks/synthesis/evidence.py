@@ -184,15 +184,14 @@ def score(question: Question, found: list[Window]) -> Scores:
     sections = _sections(found)
     parts = []
     for part in question.parts:
-        own, coverage = _coverage(part, found, idf, meaning)
+        # a later part is often about what the parts before it named ("…的换行符有什么不同？怎么转换？"):
+        # their words order its evidence (ordered), they do not decide that it is answered
+        own, coverage, ordered = _coverage(part, found, idf, meaning)
         subject = max(part.words, key=lambda w: idf[w]) if part.words else None
         typed = np.array([answers_type(w.lead, part.answer) or (part.answer == DEFINITION and defines(w.lead, subject))
                           for w in found], dtype=float)
         measure = part.answer in MEASURES
         support = coverage + TYPE_WEIGHT * typed * measure + DENSE_SAY * dense
-        # a later part is often about what the parts before it named ("…的换行符有什么不同？怎么转换？"):
-        # their words order its evidence, they do not decide that it is answered
-        ordered = _coverage(part, found, idf, meaning, carried=True)[1] if part.carried else coverage
         relevance = (ordered + LEXICAL_WEIGHT * _lexical(index, part) + DENSE_WEIGHT * dense
                      + TYPE_WEIGHT * typed + prior + HEADING_WEIGHT * _heading_share(part, found, idf)
                      + ASKS_WEIGHT * _heading_asks(part, found)
@@ -264,19 +263,20 @@ def _rarity(word: str, language: str) -> float:
 
 
 def _coverage(part: Part, found: list[Window], idf: dict[str, float],
-              meaning: dict[str, np.ndarray], carried: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """(own, with context) share of the part's weight each window holds: a
-    word held by the window counts whole, one it only matches by meaning (a
-    word of the window the embedding model puts close to it) up to
-    MEANING_CREDIT; with context, a word its title or heading holds counts
-    at least CONTEXT_CREDIT; `carried`: the words of the parts before it
-    count too (_counted)."""
+              meaning: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(own, with context, ordered) share of the part's weight each window
+    holds: a word held by the window counts whole, one it only matches by
+    meaning (a word of the window the embedding model puts close to it) up
+    to MEANING_CREDIT; with context, a word its title or heading holds
+    counts at least CONTEXT_CREDIT; ordered is with context and with the
+    words carried from the parts before it (_counted), what orders a later
+    part's evidence."""
     if not part.words:  # a part that is only its interrogative ("how often?")
-        return np.ones(len(found)), np.ones(len(found))
-    factor = _counted(part, carried)
-    total = sum(idf[w] * f for w, f in factor.items()) or 1.0
-    own = np.zeros(len(found))
-    with_context = np.zeros(len(found))
+        return np.ones(len(found)), np.ones(len(found)), np.ones(len(found))
+    factor = _counted(part)
+    total = sum(idf[w] for w in part.words) or 1.0
+    total_ordered = sum(idf[w] * f for w, f in factor.items()) or 1.0
+    own, with_context, ordered = np.zeros(len(found)), np.zeros(len(found)), np.zeros(len(found))
     for i, window in enumerate(found):
         terms_, text = window.context
         for word, f in factor.items():
@@ -286,24 +286,28 @@ def _coverage(part: Part, found: list[Window], idf: dict[str, float],
                 held = MEANING_CREDIT * float(meaning[word][i]) * idf[word]
             else:
                 held = 0.0
-            own[i] += f * held
-            with_context[i] += f * max(held, CONTEXT_CREDIT * idf[word] if holds(word, terms_, text) else 0.0)
+            in_context = max(held, CONTEXT_CREDIT * idf[word] if holds(word, terms_, text) else 0.0)
+            ordered[i] += f * in_context
+            if word in part.words:
+                own[i] += held
+                with_context[i] += in_context
     framed = np.array([any(holds(w, window.termset, window.normal) for w in part.framing) for window in found])
     bonus = FRAMING_CREDIT * framed
-    return np.minimum(1.0, own / total + bonus), np.minimum(1.0, with_context / total + bonus)
+    return (np.minimum(1.0, own / total + bonus), np.minimum(1.0, with_context / total + bonus),
+            np.minimum(1.0, ordered / total_ordered + bonus))
 
 
-def _counted(part: Part, carried: bool) -> dict[str, float]:
+def _counted(part: Part) -> dict[str, float]:
     """What each word counts in a part's share: its own words whole, and
-    (`carried`) the words of the parts before it CARRIED_WEIGHT."""
-    return {**({w: CARRIED_WEIGHT for w in part.carried} if carried else {}), **{w: 1.0 for w in part.words}}
+    the words of the parts before it CARRIED_WEIGHT."""
+    return {**{w: CARRIED_WEIGHT for w in part.carried}, **{w: 1.0 for w in part.words}}
 
 
 def _heading_share(part: Part, found: list[Window], weight: dict[str, float]) -> np.ndarray:
     """The share of the part's weight (with the words carried from the parts
     before it) the heading a window sits under holds: in documentation the
     section titled as the question is its answer."""
-    factor = _counted(part, carried=True)
+    factor = _counted(part)
     total = sum(weight[w] * f for w, f in factor.items()) or 1.0
     shares = {}
     for window in found:
@@ -341,7 +345,7 @@ def _section_share(part: Part, found: list[Window], weight: dict[str, float],
     before it) the section a window sits in holds, its heading and all its
     sentences: in documentation the answer is a section about the question,
     whose sentences need not repeat it."""
-    factor = _counted(part, carried=True)
+    factor = _counted(part)
     total = sum(weight[w] * f for w, f in factor.items()) or 1.0
     shares = {section: sum(weight[w] * f for w, f in factor.items() if holds(w, held, text)) / total
               for section, (held, text) in sections.items()}

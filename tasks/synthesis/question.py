@@ -51,7 +51,7 @@ _EN_CUES = [
       "proportion", "ratio", "volume", "level"}),
     (PLACE, re.compile(r"^\W*where\b|\bwhich (?:file|folder|directory|path)\b"), set()),
     (REASON, re.compile(r"^\W*why\b"), set()),
-    # which thing to choose, not how to do something ("the best way to …" asks a procedure)
+    # which thing to choose, not how to do something ("the best way to …" asks how, and is no choice)
     (CHOICE, re.compile(r"\b(?:best|better|recommended|preferred|good)\s+(?!(?:way|method|approach)\b)\w+\s+(?:for|to)\b|"
                         r"\b(?:which|what)\b[^?]*\b(?:is|are|would be|works?)\s+(?:the\s+)?(?:best|better|recommended|"
                         r"preferred)\b|\b(?:which|what)\s+(?:\w+\s+){0,3}?should\s+(?:i|we|you)\s+(?:use|choose|pick|buy|get)\b|"
