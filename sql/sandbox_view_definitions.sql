@@ -1,7 +1,5 @@
--- Every definition the catalog holds of the named views, current and past
--- (time travel reads a past one), from DuckLake's own metadata table, which
--- writes the view's own catalog as {DUCKLAKE_CATALOG}: here it is `lake`.
--- ?: the view names
+-- Every definition the catalog holds of a view, current and past (time
+-- travel reads a past one), from DuckLake's own metadata table, which writes
+-- the view's own catalog as {DUCKLAKE_CATALOG}: here it is `lake`.
 SELECT DISTINCT view_name, replace(sql, '{DUCKLAKE_CATALOG}', 'lake')
-FROM __ducklake_metadata_lake.ducklake_view
-WHERE list_contains(?::VARCHAR[], view_name);
+FROM __ducklake_metadata_lake.ducklake_view;

@@ -154,6 +154,28 @@ class PostgresServer:
             raise RuntimeError(f"createdb {name} failed: {done.stderr.strip()}")
         return f"postgres:{self.libpq(name)}"
 
+    def create_login(self, user: str, password: str, dbname: str) -> str:
+        """A role that must give its password (SCRAM, never trusted) and owns
+        `dbname`; return DuckLake's metadata string for it, password included."""
+        if not user.isidentifier() or not dbname.isidentifier() or "'" in password:
+            raise ValueError("user and database must be identifiers, the password without quotes")
+        self.psql(f"CREATE ROLE {user} LOGIN PASSWORD '{password}'; ALTER DATABASE {dbname} OWNER TO {user};")
+        hba = self.data_dir / "pg_hba.conf"
+        rule = f"host all {user} {self.host}/32 scram-sha-256\n"
+        self.account.run(["sh", "-c", f"printf '%s' '{rule}' | cat - {hba} > {hba}.new && mv {hba}.new {hba}"],
+                         cwd=self.root, timeout=30)
+        self.account.run([str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir), "reload"], cwd=self.root,
+                         timeout=30)
+        time.sleep(0.2)  # the postmaster reads pg_hba.conf again on SIGHUP, a moment later
+        return f"postgres:dbname={dbname} host={self.host} port={self.port} user={user} password={password}"
+
+    def psql(self, statements: str) -> None:
+        done = subprocess.run([str(self.bin_dir / "psql"), "-h", self.host, "-p", str(self.port), "-U", self.user,
+                               "-d", "postgres", "-v", "ON_ERROR_STOP=1", "-c", statements],
+                              capture_output=True, text=True, timeout=60, env=server_environment())
+        if done.returncode != 0:
+            raise RuntimeError(f"psql failed: {done.stderr.strip()}")
+
     def accepts_connections(self) -> bool:
         done = subprocess.run([str(self.bin_dir / "pg_isready"), "-q", "-h", self.host, "-p", str(self.port),
                                "-U", self.user, "-d", "postgres"], timeout=30, env=server_environment())

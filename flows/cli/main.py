@@ -86,21 +86,37 @@ def sql_command(
     wrap: Annotated[bool, typer.Option("--wrap", help="Show whole cells, wrapped, rather than cut with …")] = False,
 ) -> None:
     """Run read-only SQL over the lake and the catalog."""
+    from flows.cli.limits import memory_capped, within
     from tasks.lake.catalog import open_catalog
-    from tasks.lake.query import run_analyst_query
-    with open_catalog(settings(), "sql", read_only=True, confined=True) as catalog:
-        result = run_analyst_query(catalog, query)
-    print_result(result, fmt, layout=layout, wrap=wrap)
+    from tasks.lake.query import QueryTimedOut, QueryTooLarge, run_analyst_query
+    config = settings()
+    stopped = QueryTimedOut(f"the command ran longer than {config.sql_timeout:g} s and was stopped "
+                            "(SEARCHLAKE_SQL_TIMEOUT sets the limit)")
+    too_large = QueryTooLarge(f"the command needs more memory than {config.sql_memory_mb} MB "
+                              "(SEARCHLAKE_SQL_MEMORY_MB sets the limit)")
+    try:
+        with memory_capped(config.sql_memory_mb), within(config.sql_timeout, stopped):
+            with open_catalog(config, "sql", read_only=True, confined=True) as catalog:
+                result = run_analyst_query(catalog, query)
+            shown = formatted_result(result, fmt, layout=layout, wrap=wrap)  # written whole, or not at all
+    except MemoryError:
+        raise too_large from None
+    sys.stdout.write(shown)
+
+
+def formatted_result(result, fmt: Format, **table_options) -> str:
+    from tasks.lake.query import to_csv, to_json
+    if fmt is Format.csv:
+        return to_csv(result)
+    if fmt is Format.json:
+        return to_json(result) + "\n"
+    with out.capture() as shown:
+        render_table(result, **table_options)
+    return shown.get()
 
 
 def print_result(result, fmt: Format, **table_options) -> None:
-    from tasks.lake.query import to_csv, to_json
-    if fmt is Format.csv:
-        sys.stdout.write(to_csv(result))
-    elif fmt is Format.json:
-        sys.stdout.write(to_json(result) + "\n")
-    else:
-        render_table(result, **table_options)
+    sys.stdout.write(formatted_result(result, fmt, **table_options))
 
 
 @app.command()
@@ -183,6 +199,31 @@ def compact(keep_days: Annotated[float, typer.Option(
     with open_catalog(settings(), "compact") as catalog:
         for line in run(catalog, keep_days):
             out.print(line)
+
+
+@app.command()
+def doctor(repair: Annotated[bool, typer.Option(
+        "--repair", help="Remove the views and macros searchlake did not write, and make its own again")] = False
+           ) -> None:
+    """Check that the catalog holds only searchlake's own views and macros (anyone who can write a shared
+    catalog can define others, and searchlake refuses to run beside them)."""
+    from flows.cli.tables import clipped, one_line
+    from tasks.lake.catalog import open_catalog, repair_definitions
+    from tasks.lake.definitions import foreign_definitions
+    with open_catalog(settings(), "doctor", own_definitions_only=False) as catalog:
+        found = repair_definitions(catalog) if repair else foreign_definitions(catalog.con)
+    if not found:
+        out.print("the catalog holds only searchlake's own views and macros", markup=False, highlight=False)
+        return
+    said = "removed" if repair else "not searchlake's"
+    for definition in found:
+        out.print(Text(f"{said}: {definition.said()}"))
+        if definition.body and not repair:
+            out.print(Text("  ") + clipped(one_line(definition.body), out.width - 2))
+    if not repair:
+        err.print("run `searchlake doctor --repair` to remove them (a table is renamed aside, never dropped)",
+                  markup=False, highlight=False)
+        raise typer.Exit(1)
 
 
 @app.command()

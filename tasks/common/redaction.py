@@ -11,6 +11,7 @@ echo the request that carried the key.
 from __future__ import annotations
 
 import base64
+import os
 import re
 import threading
 from collections.abc import Iterable
@@ -68,6 +69,33 @@ def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
     return _QUERY_PARAM_RE.sub(_redacted_param, text)
 
 
+def known_secrets() -> tuple[str, ...]:
+    return _known
+
+
+def register_environment() -> None:
+    """Remember as secrets the values of environment variables named as
+    credentials are (TAVILY_API_KEY, ..._TOKEN, ..._PASSWORD) and the
+    credentials inside ..._URL ones: a command that never loads the module
+    declaring a provider's settings still knows that provider's key."""
+    found: list[str] = []
+    for name, value in os.environ.items():
+        if name.upper().endswith("_URL"):
+            found += url_credentials(value)
+        elif is_secret_param(name):
+            found.append(value)
+    register(found)
+
+
+def without_known_secrets(text: str) -> str:
+    """`text` without any registered secret: what is applied to data (a
+    query's rows), where a URL's parameters are the data's own."""
+    for secret in _known:
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    return text
+
+
 def is_secret_param(name: str) -> bool:
     """Whether a query parameter (or header) of this name carries a credential."""
     return bool(_SECRET_PARAM_NAME.search(name))
@@ -102,6 +130,22 @@ def safe_url(url: httpx.URL | str) -> str:
 
 
 _CONNINFO_PASSWORD_RE = re.compile(r"(?i)\bpassword\s*=\s*('(?:[^'\\]|\\.)*'|\S+)")
+
+
+def without_password(conninfo: str) -> tuple[str, str | None]:
+    """A libpq `key=value` connection string without its password, and the
+    password (unquoted), so that the password can travel apart from it."""
+    found = list(_CONNINFO_PASSWORD_RE.finditer(conninfo))
+    if not found:
+        return conninfo, None
+    rest = " ".join(_CONNINFO_PASSWORD_RE.sub(" ", conninfo).split())
+    return rest, _unquoted(found[-1].group(1))  # libpq: the last one given wins
+
+
+def _unquoted(value: str) -> str:
+    if len(value) >= 2 and value[0] == value[-1] == "'":
+        return re.sub(r"\\(.)", r"\1", value[1:-1])
+    return value
 
 
 def connection_string_passwords(conninfo: str | None) -> list[str]:

@@ -148,7 +148,16 @@ class Settings(_Settings):
         "e.g. postgres:dbname=lake host=db user=searchlake; unset: $SEARCHLAKE_HOME/catalog.sqlite"))
     lock_timeout: float = Field(default=30.0, ge=0, description=(
         "Seconds a command waits for a busy catalog, trying again after growing pauses, before it says it is busy"))
-    sql_timeout: float = Field(default=300.0, gt=0, description="Seconds an analyst's `searchlake sql` query may run")
+    sql_timeout: float = Field(default=300.0, gt=0, description=(
+        "Seconds an analyst's `searchlake sql` command may take, its output included"))
+    sql_max_rows: int = Field(default=1_000_000, ge=1, description=(
+        "The most rows `searchlake sql` returns; a larger result is refused (add a LIMIT, or read the lake's "
+        "Parquet exports)"))
+    sql_max_mb: float = Field(default=256.0, gt=0, description=(
+        "The most megabytes of cell text `searchlake sql` returns; a larger result is refused"))
+    sql_memory_mb: int = Field(default=2048, ge=256, description=(
+        "Megabytes of memory a `searchlake sql` command may use; the engine spills sorts and joins to disk "
+        "past half of it, and a query needing more is stopped"))
     # an s3:// lake: the usual AWS variables, read by the engine and by s3fs alike
     aws_access_key_id: SecretStr | None = Field(default=None, validation_alias=AliasChoices("AWS_ACCESS_KEY_ID"),
                                                 description="An s3:// lake's access key id")

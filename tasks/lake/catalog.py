@@ -39,7 +39,8 @@ import duckdb
 from tasks.common.settings import Settings
 from tasks.lake.catalog_lock import session_lock
 from tasks.lake.commits import commit_description, commit_scope, current_flow_run
-from tasks.lake.engine import ALIAS, SHARED_ENGINE, TABLES_FOLDER, admits_one_process, own_engine
+from tasks.lake.definitions import Definition, foreign_definitions, repair_statements, require_own_definitions
+from tasks.lake.engine import ALIAS, BUILTINS_FIRST, SHARED_ENGINE, TABLES_FOLDER, admits_one_process, own_engine
 from tasks.lake.engine_errors import (CatalogBusy, CatalogError, CatalogUnavailable, engine_errors,
                                       said_plainly)
 from tasks.lake.files import Lake, LakeWrite
@@ -82,20 +83,30 @@ class Catalog:
         for name, value in values.items():
             self.con.execute(f"SET VARIABLE {name} = ?", [value])
 
+    def require_own_definitions(self) -> None:
+        """Refuse (ForeignDefinition) a catalog that holds, at the snapshot
+        this session reads, a view or macro searchlake did not write."""
+        with engine_errors():
+            require_own_definitions(self.con, self.settings.catalog_location)
+
     def transaction(self, work: Callable[["Catalog"], T], write: LakeWrite | None = None, *, action: str,
-                    detail: str = "", task_id: str | None = None) -> T:
+                    detail: str = "", task_id: str | None = None, own_definitions_only: bool = True) -> T:
         """Run `work` in one DuckLake transaction and commit it, described in
         the lake's history by `action`, `detail` and `task_id` (see
         describe_commit; `work` may describe it better once it knows more).
         When the commit conflicts with another writer's, or the catalog is
         held for a moment, `work` runs again on the new snapshot (so it must
         decide from what it reads, not from what it read before). Files
-        `write` replaced are deleted once the commit is in."""
+        `write` replaced are deleted once the commit is in. The catalog's
+        definitions are checked again at the transaction's own snapshot
+        (unless `own_definitions_only` is False: the work replaces them)."""
         def once() -> T:
             with engine_errors():
                 self.con.begin()
                 self._in_transaction = True
                 try:
+                    if own_definitions_only:
+                        self.require_own_definitions()
                     self.describe_commit(action, detail, task_id=task_id)
                     result = work(self)
                     self.con.commit()
@@ -127,7 +138,9 @@ class Catalog:
 
     def confine_to_lake(self) -> None:
         """From now on the engine opens only the catalog and the lake's table
-        files: no other file, no extension, no setting changed back."""
+        files: no other file, no extension, no setting changed back; and
+        past half of the session's memory it spills to disk."""
+        self.con.execute(f"SET memory_limit = '{self.settings.sql_memory_mb // 2}MB'")
         self.con.execute("SET allowed_directories = ?", [[self.lake.uri(TABLES_FOLDER)]])
         if admits_one_process(self.settings):  # SQLite opens its file itself, not through the engine
             self.con.execute("SET allowed_paths = ?", [[str(self.settings.catalog_path)]])
@@ -138,13 +151,16 @@ class Catalog:
 
 @contextmanager
 def open_catalog(settings: Settings, purpose: str = "command", *, read_only: bool = False,
-                 confined: bool = False) -> Iterator[Catalog]:
+                 confined: bool = False, own_definitions_only: bool = True) -> Iterator[Catalog]:
     """A catalog session, on a catalog whose tables are created or brought
     up to date first. `confined` (read-only) sessions run analysts' SQL in a
     DuckDB of their own: see Catalog.confine_to_lake. Other sessions are
     connections to the process's shared engine; `read_only` is then a
-    promise of the caller. Whatever escapes it is searchlake's error
-    (engine_errors.said_plainly): busy, a full disk, a CatalogError."""
+    promise of the caller. A catalog holding a view or macro searchlake did
+    not write is refused before anything runs (definitions.py), unless
+    `own_definitions_only` is False (`searchlake doctor`). Whatever escapes
+    it is searchlake's error (engine_errors.said_plainly): busy, a full
+    disk, a CatalogError."""
     lake = Lake(settings.lake_root)
     with session_lock(settings, purpose, read_only), said_plainly(settings):
         if confined:
@@ -158,6 +174,8 @@ def open_catalog(settings: Settings, purpose: str = "command", *, read_only: boo
         with SHARED_ENGINE.session(settings, lake) as con:
             catalog = Catalog(con, lake, settings)
             _ensure_schema(catalog)
+            if own_definitions_only:
+                catalog.require_own_definitions()
             yield catalog
 
 
@@ -193,9 +211,35 @@ def _ensure_schema(catalog: Catalog) -> None:
     def apply(cat: Catalog) -> None:
         if _stored_fingerprint(cat) == wanted:  # another process did it meanwhile
             return
-        for statement in _schema_statements():
-            cat.con.execute(statement)
+        make_schema(cat)
         cat.con.execute("DELETE FROM searchlake_schema")
         cat.con.execute("INSERT INTO searchlake_schema VALUES (?, now())", [wanted])
 
-    catalog.transaction(apply, action="schema", detail=f"tables and views of version {wanted}")
+    catalog.transaction(apply, action="schema", detail=f"tables and views of version {wanted}",
+                        own_definitions_only=False)
+
+
+def repair_definitions(catalog: Catalog) -> list[Definition]:
+    """Remove what the catalog defines that searchlake did not write (see
+    definitions.repair_statements) and make searchlake's own views and
+    macros again, in one transaction; return what was removed."""
+    def repair(cat: Catalog) -> list[Definition]:
+        foreign = foreign_definitions(cat.con)
+        for statement in repair_statements(foreign):
+            cat.con.execute(statement)
+        make_schema(cat)
+        return foreign
+
+    return catalog.transaction(repair, action="repair", detail="views and macros searchlake did not write removed",
+                               own_definitions_only=False)
+
+
+def make_schema(catalog: Catalog) -> None:
+    """Create what the lake lacks and replace its views and macros with
+    searchlake's own, in the lake's schema."""
+    catalog.con.execute(f"SET search_path = '{ALIAS}.main'")
+    try:
+        for statement in _schema_statements():
+            catalog.con.execute(statement)
+    finally:
+        catalog.con.execute(BUILTINS_FIRST)

@@ -18,7 +18,7 @@ import duckdb
 from filelock import FileLock
 
 from tasks.common.errors import is_disk_full, is_lock_contention
-from tasks.common.redaction import redact
+from tasks.common.redaction import redact, without_password
 from tasks.common.settings import DEFAULT_CATALOG_FILE, Settings, secret_value
 from tasks.lake.engine_errors import AttachRace, CatalogUnavailable, engine_error
 from tasks.lake.files import Lake
@@ -26,6 +26,11 @@ from tasks.lake.retries import ATTACH_ATTEMPTS, run_again_when_contended
 
 ALIAS = "lake"
 TABLES_FOLDER = "tables/"
+# Names in searchlake's sessions are looked up in the engine's built-ins
+# before the lake's schema: a function the catalog defines (anyone who can
+# write the catalog can) never shadows a built-in one (see definitions.py).
+# Objects are created with their schema named (lake.main, temp).
+BUILTINS_FIRST = f"SET search_path = 'system.main,{ALIAS}.main'"
 # The package file of DuckDB's SQLite client is named after the package, but
 # DuckDB loads a file by path only under the extension's own name.
 SQLITE_CLIENT_FILE = "sqlite_scanner.duckdb_extension"
@@ -67,7 +72,7 @@ class SharedEngine:
             self._users += 1
             con = self._db.cursor()
         try:
-            con.execute(f"USE {ALIAS}")
+            use_lake(con)
             yield con
         finally:
             con.close()
@@ -110,10 +115,15 @@ def own_engine(settings: Settings, lake: Lake) -> Iterator[duckdb.DuckDBPyConnec
     try:
         use_temp_folder(con, settings)
         attach_lake(con, settings, lake, read_only=True)
-        con.execute(f"USE {ALIAS}")
+        use_lake(con)
         yield con
     finally:
         con.close()
+
+
+def use_lake(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(f"USE {ALIAS}")
+    con.execute(BUILTINS_FIRST)
 
 
 def new_engine() -> duckdb.DuckDBPyConnection:
@@ -130,10 +140,12 @@ def use_temp_folder(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
 
 
 def attach_lake(con: duckdb.DuckDBPyConnection, settings: Settings, lake: Lake, *, read_only: bool) -> None:
+    location = settings.catalog_location
     if settings.catalog_is_sqlite:
         load_sqlite_client(con, settings)
     elif not settings.catalog_is_embedded:
         _install_catalog_client(con, settings)
+        location = _catalog_password_as_secret(con, location)
     if not lake.is_local:
         _load_extension(con, "httpfs")
         _create_s3_secret(con, settings)
@@ -145,8 +157,7 @@ def attach_lake(con: duckdb.DuckDBPyConnection, settings: Settings, lake: Lake, 
     if read_only:
         options.append("READ_ONLY")
     _refuse_a_catalog_moved_away(settings)
-    _attach(con, f"ATTACH {literal('ducklake:' + settings.catalog_location)} AS {ALIAS} ({', '.join(options)})",
-            settings)
+    _attach(con, f"ATTACH {literal('ducklake:' + location)} AS {ALIAS} ({', '.join(options)})", settings)
 
 
 def _sqlite_options(settings: Settings, read_only: bool) -> list[str]:
@@ -222,6 +233,18 @@ def _install_catalog_client(con: duckdb.DuckDBPyConnection, settings: Settings) 
     con.execute("SET extension_directory = ?", [str(folder)])
     with FileLock(str(folder / ".install.lock")):
         con.execute(f"INSTALL {literal(_extension_file('postgres'))}")
+
+
+def _catalog_password_as_secret(con: duckdb.DuckDBPyConnection, location: str) -> str:
+    """The catalog's connection string without its password, which goes to
+    the PostgreSQL client as the engine's default secret for it instead: a
+    connection string shows in the engine's list of databases, a secret's
+    password never does."""
+    location, password = without_password(location)
+    if password is not None:
+        con.execute("LOAD postgres_scanner")  # the secret's type is the client's (installed above)
+        con.execute("CREATE OR REPLACE SECRET (TYPE postgres, PASSWORD ?)", [password])
+    return location
 
 
 def _create_s3_secret(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:

@@ -16,12 +16,12 @@ from decimal import Decimal
 import duckdb
 
 from tasks.lake.catalog import Catalog
-from tasks.lake.sql_guard import (LAKE_FUNCTIONS, NotReadOnly, check_macro_definitions, check_query,
-                                  check_view_definitions, readable_tables)
+from tasks.lake.sql_guard import NotReadOnly, check_query, check_view_definitions
 from tasks.lake.sqlfiles import sql
 from tasks.common.errors import UserError
+from tasks.common.redaction import known_secrets, register_environment, without_known_secrets
 
-__all__ = ["NotReadOnly", "QueryResult", "QueryTimedOut", "ValueTooDeep", "latest_task", "run_analyst_query",
+__all__ = ["NotReadOnly", "QueryResult", "QueryTimedOut", "QueryTooLarge", "ResultTooLarge", "ValueTooDeep", "latest_task", "run_analyst_query",
            "run_query", "task_list", "text_rows", "to_csv", "to_json", "top_sources"]
 
 
@@ -38,31 +38,100 @@ def run_analyst_query(catalog: Catalog, query: str, timeout: float | None = None
     """Run analysts' SQL in a confined session (open_catalog(confined=True)):
     SELECT queries (with DESCRIBE, SUMMARIZE, SHOW TABLES and EXPLAIN of a
     query) that name only the lake's views and plain functions (see
-    sql_guard), stopped after `timeout` seconds so that no query holds the
-    catalog for ever."""
+    sql_guard), over one snapshot whose views and macros are searchlake's
+    own (definitions.py), stopped after `timeout` seconds so that no query
+    holds the catalog for ever, and refused when its result passes the row
+    or size cap (ResultTooLarge) or its memory (QueryTooLarge)."""
     statements = catalog.con.extract_statements(query)
     if not statements:
         raise NotReadOnly("the SQL is empty")
-    check_view_definitions(catalog.con, catalog.rows("sandbox_view_definitions", [sorted(readable_tables())]))
-    check_macro_definitions(catalog.con, catalog.rows("sandbox_macro_definitions", [sorted(LAKE_FUNCTIONS)]))
     for statement in statements:
         explained = statement.type == duckdb.StatementType.EXPLAIN
         check_query(catalog.con, _explained_text(statement.query) if explained else statement.query)
     result = QueryResult([], [])
     with _interrupted_after(catalog, timeout or catalog.settings.sql_timeout) as limit:
-        for statement in statements:
+        try:
+            catalog.con.begin()  # one snapshot: the definitions checked are the ones the query reads
             try:
-                result = run_query(catalog, statement.query)
-            except duckdb.PermissionException as exc:
-                raise NotReadOnly(f"searchlake sql only reads the lake's views: {_first_line(exc)}") from None
-            except duckdb.InterruptException:
-                raise QueryTimedOut(f"the query ran longer than {limit:g} s and was stopped "
-                                    "(SEARCHLAKE_SQL_TIMEOUT sets the limit)") from None
+                _check_catalog_definitions(catalog)
+                for statement in statements:
+                    result = _capped(catalog, statement.query)
+            finally:
+                catalog.con.rollback()
+        except duckdb.PermissionException as exc:
+            raise NotReadOnly(f"searchlake sql only reads the lake's views: {_first_line(exc)}") from None
+        except duckdb.InterruptException:
+            raise QueryTimedOut(f"the query ran longer than {limit:g} s and was stopped "
+                                "(SEARCHLAKE_SQL_TIMEOUT sets the limit)") from None
+        except (duckdb.OutOfMemoryException, MemoryError):
+            raise QueryTooLarge(f"the query needs more memory than {catalog.settings.sql_memory_mb} MB "
+                                "(SEARCHLAKE_SQL_MEMORY_MB sets the limit)") from None
     return result
+
+
+def _check_catalog_definitions(catalog: Catalog) -> None:
+    """The catalog's current views and macros are searchlake's own, and the
+    earlier views time travel may read compute only on the lake (a view of
+    any time calls the macros of the current one)."""
+    catalog.require_own_definitions()
+    check_view_definitions(catalog.con, catalog.con.execute(sql("sandbox_view_definitions")).fetchall())
+
+
+FETCH_ROWS = 2048
+
+
+def _capped(catalog: Catalog, query: str) -> QueryResult:
+    """The rows of `query`, fetched a chunk at a time up to the caps
+    (sql_max_rows, sql_max_mb), with any secret searchlake knows masked
+    (its settings' and the environment's: redaction.register_environment)."""
+    cursor = catalog.con.execute(query)
+    if cursor.description is None:
+        return QueryResult([], [])
+    register_environment()
+    most_rows, most_bytes = catalog.settings.sql_max_rows, int(catalog.settings.sql_max_mb * 1024 * 1024)
+    rows: list[tuple] = []
+    size = 0
+    while chunk := cursor.fetchmany(FETCH_ROWS):
+        rows.extend(tuple(_masked(value) for value in row) for row in chunk)
+        size += sum(_size(value) for row in chunk for value in row)
+        if len(rows) > most_rows:
+            raise ResultTooLarge(f"the result has more than {most_rows:,} rows (SEARCHLAKE_SQL_MAX_ROWS): add a "
+                                 "LIMIT or an aggregate, or read the lake's Parquet exports (docs/lake.md)")
+        if size > most_bytes:
+            raise ResultTooLarge(f"the result holds more than {catalog.settings.sql_max_mb:g} MB "
+                                 "(SEARCHLAKE_SQL_MAX_MB): select fewer or shorter columns, or add a LIMIT")
+    return QueryResult([d[0] for d in cursor.description], rows, [d[1] for d in cursor.description])
+
+
+def _size(value) -> int:
+    if isinstance(value, (str, bytes)):
+        return len(value)
+    if isinstance(value, (list, tuple, dict)):
+        return len(str(value))
+    return 8
+
+
+def _masked(value):
+    """A cell without any secret searchlake was configured with: the
+    engine's metadata holds none, and a value an analyst reads must not
+    either, whatever wrote it into the lake."""
+    if isinstance(value, str):
+        return without_known_secrets(value)
+    if isinstance(value, (list, tuple, dict)) and any(s in str(value) for s in known_secrets()):
+        return json.loads(without_known_secrets(json.dumps(value, default=str)))
+    return value
 
 
 class QueryTimedOut(UserError, RuntimeError):
     """An analyst's query ran past its time limit."""
+
+
+class ResultTooLarge(UserError, ValueError):
+    """An analyst's query returned more rows or text than the caps allow."""
+
+
+class QueryTooLarge(UserError, MemoryError):
+    """An analyst's query needed more memory than the session may use."""
 
 
 @contextmanager

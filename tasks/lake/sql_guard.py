@@ -18,16 +18,17 @@ DuckLake's internals) and nothing that shows settings, databases or secrets
 named, whatever the catalog's connection string or the lake's credentials
 hold: the engine behind the session needs them, the analyst never sees them.
 
-The views are the catalog's, and a shared catalog has other writers: the
-definitions of the views analysts may name are checked the same way
-(check_view_definitions), reading only the lake's own tables, and so are
-the lake's own macros (check_macro_definitions), reading no table at all.
+The views are the catalog's, and a shared catalog has other writers: its
+current views and macros must be searchlake's own (tasks/lake/definitions.py),
+and every earlier view time travel may read is checked the same way as a
+query (check_view_definitions), reading only the lake's own tables.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from functools import lru_cache
 
 import duckdb
@@ -70,30 +71,25 @@ def check_query(con: duckdb.DuckDBPyConnection, query: str) -> None:
 def check_view_definitions(con: duckdb.DuckDBPyConnection, definitions: list[tuple[str, str]]) -> None:
     """Raise NotReadOnly unless every (view name, query) reads only the
     lake's tables and views with the functions analysts may use: the view
-    runs inside an analyst's query, where check_query sees only its name."""
+    runs inside an analyst's query, where check_query sees only its name.
+    (The catalog's current views and macros are searchlake's own, checked
+    by definitions.py; these are the earlier ones time travel may read.)"""
     for view, query in definitions:
+        if (view, query) in _safe_views:
+            continue
         try:
             _check_tree(_parsed(con, query), lake_tables() | readable_tables())
         except NotReadOnly as exc:
             raise NotReadOnly(f"the catalog's view {view} is not searchlake's: {exc}") from None
+        _safe_views.add((view, query))
 
 
-def check_macro_definitions(con: duckdb.DuckDBPyConnection, definitions: list[tuple[str, str, str]]) -> None:
-    """Raise NotReadOnly unless every (macro name, body, kind) of the lake's
-    own macros (LAKE_FUNCTIONS) computes on its arguments alone, with the
-    functions analysts may use: a view or a query calls it by name only."""
-    for macro, body, kind in definitions:
-        try:
-            if kind != "scalar":
-                raise NotReadOnly(f"it is a {kind} macro")
-            _check_tree(_parsed(con, f"SELECT {body}"), frozenset())
-        except NotReadOnly as exc:
-            raise NotReadOnly(f"the catalog's macro {macro}() is not searchlake's: {exc}") from None
+# Definitions found safe: the check depends on their text alone.
+_safe_views: set[tuple[str, str]] = set()
 
 
 def _check_tree(tree: dict, tables: frozenset[str]) -> None:
-    ctes = set(_cte_names(tree))
-    for node in _nodes(tree):
+    for node, ctes in _scoped_nodes(tree):
         _check_node(node, ctes, tables)
 
 
@@ -112,25 +108,33 @@ def _parsed(con: duckdb.DuckDBPyConnection, query: str) -> dict:
     return answer
 
 
-def _nodes(value):
-    """Every JSON object of the parse tree (walked without recursion: a query
-    may nest as deep as DuckDB allows)."""
-    stack = [value]
+def _scoped_nodes(tree: dict) -> Iterator[tuple[dict, frozenset[str]]]:
+    """Every JSON object of the parse tree with the CTE names in scope where
+    it stands (walked without recursion: a query may nest as deep as DuckDB
+    allows). A query's CTEs cover that query and the subqueries inside it,
+    nothing outside; a CTE's own definition sees the CTEs before it, and
+    itself only when it is recursive. Where the scope is in doubt a name is
+    taken for a table, which the allow-list then has to admit."""
+    stack: list[tuple[object, frozenset[str]]] = [(tree, frozenset())]
     while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            yield item
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
+        item, scope = stack.pop()
+        if isinstance(item, list):
+            stack.extend((value, scope) for value in item)
+            continue
+        if not isinstance(item, dict):
+            continue
+        if item.get("type") == "RECURSIVE_CTE_NODE" and isinstance(item.get("cte_name"), str):
+            scope = scope | {item["cte_name"].lower()}
+        entries = [e for e in (item.get("cte_map") or {}).get("map", []) if isinstance(e, dict) and "key" in e]
+        names = [str(entry["key"]).lower() for entry in entries]
+        for position, entry in enumerate(entries):
+            stack.append((entry.get("value"), scope | frozenset(names[:position])))
+        scope = scope | frozenset(names)
+        yield item, scope
+        stack.extend((value, scope) for key, value in item.items() if key != "cte_map")
 
 
-def _cte_names(tree: dict) -> list[str]:
-    return [entry["key"].lower() for node in _nodes(tree)
-            for entry in (node.get("cte_map") or {}).get("map", []) if isinstance(entry, dict) and "key" in entry]
-
-
-def _check_node(node: dict, ctes: set[str], tables: frozenset[str]) -> None:
+def _check_node(node: dict, ctes: frozenset[str], tables: frozenset[str]) -> None:
     kind = node.get("type")
     if kind == "BASE_TABLE":
         _check_table(node, ctes, tables)
@@ -144,7 +148,7 @@ def _check_node(node: dict, ctes: set[str], tables: frozenset[str]) -> None:
         _check_function(node)
 
 
-def _check_table(node: dict, ctes: set[str], tables: frozenset[str]) -> None:
+def _check_table(node: dict, ctes: frozenset[str], tables: frozenset[str]) -> None:
     name = node.get("table_name", "").lower()
     qualified = node.get("catalog_name") or node.get("schema_name")
     if not qualified and name in ctes:

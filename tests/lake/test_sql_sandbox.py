@@ -12,6 +12,7 @@ import pytest
 
 from tasks.common.settings import Settings
 from tasks.lake.catalog import open_catalog
+from tasks.lake.definitions import ForeignDefinition
 from tasks.lake.query import NotReadOnly, QueryTimedOut, run_analyst_query
 from tests.outside_reader import outside_connection
 
@@ -158,9 +159,26 @@ def test_a_view_that_reads_what_analysts_may_not_is_refused(landed, settings, de
     con.execute(f"CREATE OR REPLACE VIEW lake.main.bundles AS {definition}")
     con.close()
     for query in ["select query_id from bundles", "select query_id from lake.main.bundles"]:
-        with pytest.raises(NotReadOnly) as refused:
+        with pytest.raises(ForeignDefinition) as refused:
             analyst(settings, query)
-        assert "the catalog's view bundles is not searchlake's" in str(refused.value)
+        assert "a view bundles" in str(refused.value) and "did not write" in str(refused.value)
+
+
+@pytest.mark.parametrize("definition", [
+    "SELECT name AS query_id, value AS provider FROM duckdb_settings()",
+    "SELECT content AS query_id FROM read_text('/etc/hostname')",
+])
+def test_an_earlier_view_time_travel_reads_is_checked_too(landed, settings, definition):
+    """A view replaced and put back: the snapshots in between still hold
+    the other definition, which `AT (VERSION => n)` would read."""
+    con = outside_connection(settings.catalog_location, Path(settings.home) / "other-writer", read_only=False)
+    own = con.execute("select sql from duckdb_views() where view_name = 'bundles'").fetchone()[0]
+    con.execute(f"CREATE OR REPLACE VIEW lake.main.bundles AS {definition}")
+    con.execute(own.replace("CREATE VIEW bundles", "CREATE OR REPLACE VIEW lake.main.bundles"))
+    con.close()
+    with pytest.raises(NotReadOnly) as refused:
+        analyst(settings, "select 1")
+    assert "the catalog's view bundles is not searchlake's" in str(refused.value)
 
 
 @pytest.mark.parametrize("definition", [
@@ -176,9 +194,9 @@ def test_a_lake_macro_that_reads_what_analysts_may_not_is_refused(landed, settin
     con.execute(f"CREATE OR REPLACE {definition}")
     con.close()
     for query in ["select domain from report_citations", "select url_domain(url) from results", "select 1"]:
-        with pytest.raises(NotReadOnly) as refused:
+        with pytest.raises(ForeignDefinition) as refused:
             analyst(settings, query)
-        assert "the catalog's macro url_domain() is not searchlake's" in str(refused.value)
+        assert "a macro url_domain() that searchlake did not write" in str(refused.value)
 
 
 def test_a_refused_statement_is_one_error_line(cli, landed, error_lines_of):
@@ -217,23 +235,46 @@ ENGINE_AND_EXTENSION_PROBES = [
     "with s as (select * from duckdb_settings()) select * from s",
     "select (select max(path) from duckdb_databases()) from consolidated",
     "select * from consolidated where url in (select path from duckdb_databases())",
+    # a CTE's name covers its own query only, not the query around it
+    "select database_name, path from (with duckdb_databases as (select 1) select 1) x, duckdb_databases",
+    "select name, setting from (with pg_settings as (select 1) select 1) x, pg_settings",
+    "with a as (select 1) select * from (with duckdb_settings as (select 1) select * from a) y, duckdb_settings",
+    "select * from consolidated where url in (with duckdb_databases as (select 1) select 1) "
+    "or url in (select path from duckdb_databases)",
 ]
 
 
+PASSWORD = "hunter2-catalog-secret"
+
+
 @pytest.fixture
-def catalog_with_password(tmp_path, postgres_catalog, monkeypatch):
+def catalog_with_password(tmp_path, postgres_server, postgres_catalog, monkeypatch):
+    """A PostgreSQL catalog whose role must give its password."""
     monkeypatch.setenv("SEARCHLAKE_HOME", str(tmp_path / "home"))
-    settings = Settings(catalog=postgres_catalog + " password=hunter2-catalog-secret")
+    dbname = postgres_catalog.split("dbname=")[1].split()[0]
+    settings = Settings(catalog=postgres_server.create_login(f"{dbname}_owner", PASSWORD, dbname))
     with open_catalog(settings, "test") as catalog:
         catalog.con.execute("select 1")
     return settings
+
+
+def test_the_catalogs_password_is_nowhere_in_the_engines_metadata(catalog_with_password):
+    """The password reaches PostgreSQL as the engine's secret: no metadata
+    view or function of the engine holds it, in any session of searchlake."""
+    with open_catalog(catalog_with_password, "test") as catalog:
+        shown = catalog.con.execute(
+            "select (select string_agg(coalesce(path, ''), ' ') from duckdb_databases()), "
+            "(select string_agg(value, ' ') from duckdb_settings()), "
+            "(select string_agg(secret_string, ' ') from duckdb_secrets())").fetchone()
+    assert all(PASSWORD not in (text or "") for text in shown), shown
+    assert analyst(catalog_with_password, "select count(*) from consolidated").rows == [(0,)]
 
 
 @pytest.mark.parametrize("statement", ENGINE_AND_EXTENSION_PROBES)
 def test_analysts_never_reach_what_is_behind_the_lake(catalog_with_password, statement):
     with pytest.raises(NotReadOnly) as refused:
         analyst(catalog_with_password, statement)
-    assert "hunter2" not in str(refused.value)
+    assert PASSWORD not in str(refused.value)
     assert analyst(catalog_with_password, "select count(*) from consolidated").rows == [(0,)]
 
 
@@ -271,3 +312,49 @@ def test_sql_output_shows_the_lakes_text_as_text(cli, lake, inbox, new_bundle, n
     assert done.returncode == 0
     assert "[bold red]x[/]" in done.stdout  # markup is not interpreted
     assert "\x1b" not in done.stdout
+
+
+# -- bounded: rows, size, memory and time of the whole command ------------------
+
+def test_a_result_past_the_row_cap_is_one_error_line(landed, cli, error_lines_of):
+    done = cli.run("sql", "select * from range(10)", SEARCHLAKE_SQL_MAX_ROWS="5")
+    assert done.returncode == 2 and done.stdout == ""
+    assert error_lines_of(done.stderr) == [done.stderr.strip()] and "more than 5 rows" in done.stderr
+    assert cli.run("sql", "select * from range(5)", SEARCHLAKE_SQL_MAX_ROWS="5").returncode == 0
+
+
+def test_a_result_past_the_size_cap_is_one_error_line(landed, cli, error_lines_of):
+    done = cli.run("sql", "select repeat('x', 600000) from range(2)", "--format", "csv", SEARCHLAKE_SQL_MAX_MB="1")
+    assert done.returncode == 2 and done.stdout == ""
+    assert error_lines_of(done.stderr) == [done.stderr.strip()] and "more than 1 MB" in done.stderr
+
+
+def test_a_query_past_the_memory_limit_is_stopped_in_one_line(landed, cli, error_lines_of):
+    """Eight values of 100 MB each: the command stops at its memory limit
+    rather than holding gigabytes."""
+    done = cli.run("sql", "select repeat('x', 100000000) from range(8)", SEARCHLAKE_SQL_MEMORY_MB="768",
+                   timeout=120)
+    assert done.returncode == 2 and done.stdout == ""
+    assert error_lines_of(done.stderr) == [done.stderr.strip()] and "more memory than 768 MB" in done.stderr
+
+
+def test_the_time_limit_covers_the_whole_command():
+    """Whatever the command is doing when its time is up (here: Python
+    formatting rows, where no engine interrupt reaches), it stops."""
+    import time
+    from flows.cli.limits import within
+    stopped = QueryTimedOut("stopped")
+    started = time.monotonic()
+    with pytest.raises(QueryTimedOut):
+        with within(0.3, stopped):
+            while time.monotonic() - started < 30:
+                sum(range(1000))
+    assert time.monotonic() - started < 10
+
+
+def test_a_configured_secret_in_the_lakes_rows_is_masked(cli, lake, inbox, new_bundle, new_item):
+    key = "tvly-0123456789abcdef-secret"
+    lake.ingest(inbox.write(new_bundle("q1", [new_item("https://a.example/", title=f"leaked {key} here")])))
+    done = cli.run("sql", "select title, [title] as titles from results", "--format", "json", TAVILY_API_KEY=key)
+    assert done.returncode == 0 and key not in done.stdout
+    assert "leaked *** here" in done.stdout
