@@ -4,17 +4,17 @@
 #
 #   gimp_help_en  GIMP 2.10 user manual, English   (Debian: gimp-help-en)
 #                 /usr/share/gimp/2.0/help/en             685 HTML pages
-#   gimp_help_zh  LibreOffice help, Simplified Chinese (Debian: libreoffice-help-zh-cn)
+#   libreoffice_help_zh  LibreOffice help, Simplified Chinese (Debian: libreoffice-help-zh-cn)
 #                 /usr/share/libreoffice/help/zh-CN      2561 HTML pages
 #
-# gimp_help_zh is not over GIMP: Debian's gimp-help-zh-cn is almost entirely
+# libreoffice_help_zh is over LibreOffice, not GIMP: Debian's gimp-help-zh-cn is almost entirely
 # untranslated English, so the Chinese set uses LibreOffice's help instead
 # (see the set's description).
 #
 # Both sets are TEST sets: never tune code on them.
 #
-#     sudo bash bench/answers/build_gimp_sets.sh          # install + check
-#     bash bench/answers/build_gimp_sets.sh --check       # check only
+#     sudo bash bench/answers/build_test_sets.sh          # install + check
+#     bash bench/answers/build_test_sets.sh --check       # check only
 #
 # The page counts are those of Debian bookworm (gimp-help-en 2.10.34-2,
 # libreoffice-help-zh-cn 4:7.4.7); another release may differ, which is
@@ -55,11 +55,11 @@ check() {  # folder, expected number of .html pages, set name
     fi
 }
 check "$EN" 685 gimp_help_en
-check "$ZH" 2561 gimp_help_zh
+check "$ZH" 2561 libreoffice_help_zh
 
 if [[ $status -eq 0 ]]; then
     here=$(cd "$(dirname "$0")" && pwd)
     echo "validate the sets with:"
-    echo "  .venv/bin/python bench/answers/check_sets.py --strict $here/gimp_help_en.json $here/gimp_help_zh.json"
+    echo "  .venv/bin/python bench/answers/check_sets.py --strict $here/gimp_help_en.json $here/libreoffice_help_zh.json"
 fi
 exit $status
