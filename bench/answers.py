@@ -1,43 +1,54 @@
-"""Answer evaluation (nugget-based, as in TREC's RAG track): does the report
-hold the facts a reader of the question needs, cite the right pages, and
-say so honestly when the documents do not answer?
+"""Answer evaluation (nugget-based, as in TREC's RAG track): does the answer a
+reader meets hold the facts the question needs, within what a person reads
+in a minute, cite the right pages, and say so honestly when the documents
+do not answer?
 
-    .venv/bin/python bench/answers.py [--sets notes_en,debian_ref_zh,pydoc_topics] [--limit N]
+    .venv/bin/python bench/answers.py [--sets notes_en,debian_ref_zh,...] [--limit N]
     .venv/bin/python bench/answers.py --resynth        # synthesis again over the cached sources
+    .venv/bin/python bench/answers.py --before COMMIT  # the same, and the same run at COMMIT beside it
 
 A set (bench/answers/<name>.json) is a relevance set (bench/relevance.py)
 whose questions also list `nuggets`: the facts a useful answer must contain,
 each with `match` strings — the fact as the relevant pages word it — and
-`kind` "uncovered" for questions the documents do not answer.
+`kind` "uncovered" for questions the documents do not answer. A set whose
+`role` is "test" was built to test on only; every other set is split once
+into a tuning half and a test half by a hash of the question's id
+(part_of): only the tuning half may guide a change, and every figure is
+reported for both halves.
 
 In one run per set, offline (library only), in a fresh SEARCHLAKE_HOME:
 - the relevance figures of bench/relevance.py: hit@5 and MRR@10 of the
   research run's consolidated ranking, of the library searched once with the
   question, of plain page-level BM25 (bm25s over words) and of BM25 over
   character bigrams (bm25s again, the usual baseline for Chinese);
-- for each research run's report: nugget recall (a nugget counts when one of
-  its match strings occurs in the answer a reader reads: the insights and
-  key data points, compared after NFKC, case folding, reading table cell
-  borders as spaces and collapsing whitespace — none at all around CJK
-  text) — and of those, the nuggets in the summary `searchlake research`
-  prints in the terminal (its first five findings) — complete answers (every nugget
-  of the question), the first insight citing a relevant page, honest gaps
-  (uncovered questions whose report says the sources do not answer it, or
-  may not: the passages quoted only touch it), false gaps (covered
-  questions said to be unanswered, nothing quoted) and hedged answers
-  (covered questions answered with passages the report says only touch
-  it), quotes verified.
+- for each research run's report, as its reader meets it:
+  - facts within the answer's first 400 words (the headline, TREC RAG's
+    budget; a Chinese character counts two thirds of a word): the answer
+    is what `searchlake research` prints and what opens the report (its
+    `answer`; for a report without one, its findings and key data points,
+    in order);
+  - facts anywhere in the report (answer, evidence, key data points);
+  - the answer's median and 90th-percentile length in words;
+  - the first point of the answer citing a relevant page;
+  - honest gaps (uncovered questions whose report says the sources do not
+    answer it, or may not), cautions on covered questions (the report
+    says so of a question the pages answer), quotes verified;
+  a nugget counts when one of its match strings occurs in the text,
+  compared after NFKC, case folding, reading table cell borders as spaces
+  and collapsing whitespace — none at all around CJK text.
 
 The synthesis input of every run (its question, plan and selected sources)
 is cached under bench/out/answers/<set>/; --resynth runs only the synthesis
 again over that cache — seconds, not minutes — to compare synthesis ideas
 on every set at once. With SEARCHLAKE_LLM_* set, --llm runs the LLM
-synthesizer over the same cache.
+synthesizer over the same cache. --before COMMIT runs this same harness
+over the code of COMMIT (a git worktree under bench/out/) and prints both.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -76,22 +87,58 @@ def nugget_found(nugget: dict, answer: str) -> bool:
 
 
 def answer_text(synthesis: dict) -> str:
-    """What a reader reads as the answer: insights and key data points."""
+    """The answer a reader meets first: the report's `answer` points; for a
+    report made before it had one, its findings and key data points."""
+    if synthesis.get("answer") is not None:
+        return "\n".join(point.get("text") or "" for point in synthesis["answer"])
     items = (synthesis.get("synthesized_insights") or []) + (synthesis.get("key_data_points") or [])
     return "\n".join(item.get("text") or "" for item in items)
 
 
-def summary_text(synthesis: dict) -> str:
-    """What `searchlake research` prints of the answer in the terminal: the
-    summary's first findings (the full report holds the rest)."""
-    from schemas.report import SynthesisResult
-    from tasks.reporting.layout import summary_items
-    from tasks.reporting.terminal import MAX_FINDINGS
+def report_text(synthesis: dict) -> str:
+    """Everything the report says: its answer, evidence and key data points."""
+    items = ((synthesis.get("answer") or []) + (synthesis.get("synthesized_insights") or [])
+             + (synthesis.get("key_data_points") or []))
+    return "\n".join(item.get("text") or "" for item in items)
 
-    if not synthesis.get("synthesized_insights"):
-        return ""
-    result = SynthesisResult.model_validate(synthesis)
-    return "\n".join(result.synthesized_insights[i].text for i in summary_items(result, limit=MAX_FINDINGS))
+
+_TOKEN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]|[^\s\u3400-\u4dbf\u4e00-\u9fff]+")
+CJK_WORD = 2 / 3  # a Chinese character counts two thirds of a word
+BUDGET_WORDS = 400
+
+
+def reader_words(text: str) -> float:
+    """How long a text reads, in words: whitespace-separated words, and each
+    Chinese character two thirds of one."""
+    return sum(CJK_WORD if _CJK.match(t) else 1.0 for t in _TOKEN.findall(text or ""))
+
+
+def first_words(text: str, budget: float = BUDGET_WORDS) -> str:
+    """The start of `text` a reader reads within `budget` words."""
+    used = 0.0
+    for match in _TOKEN.finditer(text or ""):
+        used += CJK_WORD if _CJK.match(match.group()) else 1.0
+        if used > budget:
+            return text[:match.start()]
+    return text or ""
+
+
+def part_of(set_name: str, role: str | None, question_id: str) -> str:
+    """"test" or "tune": a set built for testing is all test; any other set is
+    split once, by a hash of the set's name and the question's id."""
+    if role == "test":
+        return "test"
+    digest = hashlib.sha256(f"{set_name}/{question_id}".encode()).digest()
+    return "test" if digest[0] % 2 else "tune"
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return 0.0
+    at = share * (len(ordered) - 1)
+    low, high = int(at), min(int(at) + 1, len(ordered) - 1)
+    return round(ordered[low] + (ordered[high] - ordered[low]) * (at - low), 1)
 
 
 def says_unanswered(synthesis: dict) -> bool:
@@ -101,55 +148,63 @@ def says_unanswered(synthesis: dict) -> bool:
 
 
 def first_insight_pages(synthesis: dict, library: str | None) -> list[str]:
-    insights = synthesis.get("synthesized_insights") or []
-    return [page_key(c.get("url") or "", library) for c in (insights[0].get("citations") or [])] if insights else []
+    """The pages the answer's first point cites (for a report without an
+    answer: its first finding)."""
+    first = (synthesis.get("answer") or synthesis.get("synthesized_insights") or [None])[0]
+    return [page_key(c.get("url") or "", library) for c in (first.get("citations") or [])] if first else []
 
 
 def citations_verified(synthesis: dict) -> tuple[int, int]:
-    items = [*(synthesis.get("synthesized_insights") or []), *(synthesis.get("key_data_points") or []),
-             *(synthesis.get("contradictions_or_gaps") or [])]
+    items = [*(synthesis.get("answer") or []), *(synthesis.get("synthesized_insights") or []),
+             *(synthesis.get("key_data_points") or []), *(synthesis.get("contradictions_or_gaps") or [])]
     cited = [c for item in items for c in item.get("citations") or []]
     return sum(1 for c in cited if c.get("verified")), len(cited)
 
 
-def score_answers(judged: JudgedSet, syntheses: list[dict | None]) -> dict:
-    covered = [(q, s) for q, s in zip(judged.questions, syntheses) if q.get("kind") != "uncovered"]
-    uncovered = [(q, s) for q, s in zip(judged.questions, syntheses) if q.get("kind") == "uncovered"]
-    nuggets = found = in_summary = complete = first_ok = false_gaps = hedged = verified = cited = 0
-    per_question = {}
+def score_answers(judged: JudgedSet, syntheses: list[dict | None], role: str | None = None) -> dict:
+    """Every figure for the set's tuning half, its test half, and all of it."""
+    parts: dict[str, list[tuple[dict, dict | None]]] = {"tune": [], "test": []}
+    for q, s in zip(judged.questions, syntheses):
+        parts[part_of(judged.name, role, q["id"])].append((q, s))
+    out = {name: _scored(judged, pairs) for name, pairs in parts.items() if pairs}
+    out["all"] = _scored(judged, list(zip(judged.questions, syntheses)))
+    return out
+
+
+def _scored(judged: JudgedSet, pairs: list[tuple[dict, dict | None]]) -> dict:
+    covered = [(q, s or {}) for q, s in pairs if q.get("kind") != "uncovered"]
+    uncovered = [(q, s or {}) for q, s in pairs if q.get("kind") == "uncovered"]
+    nuggets = in_budget = anywhere = complete = first_ok = cautions = verified = cited = 0
+    lengths, per_question = [], {}
+    for q, s in pairs:
+        v, c = citations_verified(s or {})
+        verified, cited = verified + v, cited + c
+        lengths.append(reader_words(answer_text(s or {})))
     for q, s in covered:
-        s = s or {}
-        text = answer_text(s)
-        hits = [nugget_found(n, text) for n in q["nuggets"]]
+        read = first_words(answer_text(s))
+        hits = [nugget_found(n, read) for n in q["nuggets"]]
         nuggets += len(hits)
-        found += sum(hits)
-        summary = summary_text(s)
-        in_summary += sum(nugget_found(n, summary) for n in q["nuggets"])
+        in_budget += sum(hits)
+        anywhere += sum(nugget_found(n, report_text(s)) for n in q["nuggets"])
         complete += all(hits) and bool(hits)
-        first_ok += bool(set(first_insight_pages(s, judged.library)) & set(q["relevant"]))
-        false_gaps += says_unanswered(s) and not s.get("synthesized_insights")
-        hedged += says_unanswered(s) and bool(s.get("synthesized_insights"))
-        v, c = citations_verified(s)
-        verified, cited = verified + v, cited + c
-        per_question[q["id"]] = {"nuggets": f"{sum(hits)}/{len(hits)}", "first_cites_relevant":
-                                 bool(set(first_insight_pages(s, judged.library)) & set(q["relevant"])),
-                                 "says_unanswered": says_unanswered(s)}
-    honest = 0
+        relevant_first = bool(set(first_insight_pages(s, judged.library)) & set(q["relevant"]))
+        first_ok += relevant_first
+        cautions += says_unanswered(s)
+        per_question[q["id"]] = {"nuggets_in_answer": f"{sum(hits)}/{len(hits)}",
+                                 "answer_words": round(reader_words(answer_text(s))),
+                                 "first_cites_relevant": relevant_first, "caution": says_unanswered(s)}
+    honest = sum(says_unanswered(s) for _, s in uncovered)
     for q, s in uncovered:
-        s = s or {}
-        honest += says_unanswered(s)
-        v, c = citations_verified(s)
-        verified, cited = verified + v, cited + c
         per_question[q["id"]] = {"says_unanswered": says_unanswered(s)}
     n = max(1, len(covered))
     return {
         "covered": len(covered), "uncovered": len(uncovered),
-        "nugget_recall": round(found / max(1, nuggets), 3), "nuggets": f"{found}/{nuggets}",
-        "nuggets_in_terminal_summary": f"{in_summary}/{nuggets}",
+        "facts_in_answer": round(in_budget / max(1, nuggets), 3), "nuggets_in_answer": f"{in_budget}/{nuggets}",
+        "facts_anywhere": round(anywhere / max(1, nuggets), 3), "nuggets_anywhere": f"{anywhere}/{nuggets}",
+        "median_words": percentile(lengths, 0.5), "p90_words": percentile(lengths, 0.9),
         "complete_answers": f"{complete}/{len(covered)}",
         "first_insight_relevant": round(first_ok / n, 3), "first_insight": f"{first_ok}/{len(covered)}",
-        "honest_gaps": f"{honest}/{len(uncovered)}", "false_gaps": f"{false_gaps}/{len(covered)}",
-        "hedged": f"{hedged}/{len(covered)}",
+        "honest_gaps": f"{honest}/{len(uncovered)}", "cautions_on_covered": f"{cautions}/{len(covered)}",
         "quotes_verified": f"{verified}/{cited}",
         "per_question": per_question,
     }
@@ -205,7 +260,7 @@ def resynthesize(judged: JudgedSet, question: dict, llm: bool) -> dict | None:
 
 def evaluate(judged: JudgedSet, limit: int | None, resynth: bool, llm: bool) -> dict:
     questions = judged.questions[:limit] if limit else judged.questions
-    judged = JudgedSet(judged.name, judged.library, judged.install, questions)
+    judged = JudgedSet(judged.name, judged.library, judged.install, questions, judged.role)
     started = time.perf_counter()
     result: dict = {"set": judged.name, "library": judged.library or "pydoc_data.topics (default corpus)"}
     if resynth:
@@ -226,36 +281,66 @@ def evaluate(judged: JudgedSet, limit: int | None, resynth: bool, llm: bool) -> 
                   file=sys.stderr, flush=True)
         methods = {"pipeline": ranked, "question-only": question_only(judged, questions),
                    "bm25s": bm25s_rankings(judged, questions), "bm25s-bigram": bigram_rankings(judged, questions)}
-        covered = [i for i, q in enumerate(questions) if q.get("kind") != "uncovered"]
-        result["methods"] = {name: summarize([first_relevant(r[i], relevant[i]) for i in covered])
-                             for name, r in methods.items()}
+        halves = {"all": [i for i, q in enumerate(questions) if q.get("kind") != "uncovered"]}
+        for i in halves["all"]:
+            halves.setdefault(part_of(judged.name, judged.role, questions[i]["id"]), []).append(i)
+        result["methods"] = {part: {name: summarize([first_relevant(r[i], relevant[i]) for i in covered])
+                                    for name, r in methods.items()} for part, covered in halves.items()}
         result["aborted"] = aborted
-    result["answers"] = score_answers(judged, syntheses)
+    result["answers"] = score_answers(judged, syntheses, judged.role)
     result["seconds"] = round(time.perf_counter() - started, 1)
     return result
 
 
-def print_table(results: list[dict]) -> None:
+def print_table(results: list[dict], label: str = "") -> None:
     for r in results:
-        for name, m in (r.get("methods") or {}).items():
-            print(f"{r['set']:16} {name:14} hit@5 {m['hit@5']:.3f}  MRR@10 {m['mrr@10']:.3f}  n {m['questions']}")
-        a = r["answers"]
-        print(f"{r['set']:16} answers: nugget recall {a['nugget_recall']:.3f} ({a['nuggets']}; in the terminal's "
-              f"summary {a.get('nuggets_in_terminal_summary', '-')}); complete "
-              f"{a['complete_answers']}; first insight relevant {a['first_insight']}; honest gaps "
-              f"{a['honest_gaps']}; covered said unanswered {a['false_gaps']} (nothing quoted), hedged "
-              f"{a['hedged']} (quoted, said to only touch it); quotes verified {a['quotes_verified']}"
-              + (f"; aborted {len(r['aborted'])}" if r.get("aborted") else ""))
+        for part, methods in (r.get("methods") or {}).items():
+            for name, m in methods.items():
+                print(f"{label}{r['set']:20} {part:4} {name:14} hit@5 {m['hit@5']:.3f}  MRR@10 {m['mrr@10']:.3f}  "
+                      f"n {m['questions']}")
+        for part, a in r["answers"].items():
+            print(f"{label}{r['set']:20} {part:4} answer: facts in 400 words {a['facts_in_answer']:.3f} "
+                  f"({a['nuggets_in_answer']}), anywhere {a['facts_anywhere']:.3f}; words median {a['median_words']:g} "
+                  f"p90 {a['p90_words']:g}; first relevant {a['first_insight']}; honest gaps {a['honest_gaps']}; "
+                  f"cautions on covered {a['cautions_on_covered']}; verified {a['quotes_verified']}"
+                  + (f"; aborted {len(r['aborted'])}" if r.get("aborted") and part == "all" else ""))
+
+
+def run_before(commit: str, argv: list[str]) -> list[dict]:
+    """This harness over the code of `commit`: a worktree of it under
+    bench/out/, with this harness and these sets copied in, run as its own
+    process (so that it imports that code, not this)."""
+    import shutil
+    import subprocess
+    sha = subprocess.run(["git", "rev-parse", "--short", commit], cwd=ROOT, capture_output=True, text=True,
+                         check=True).stdout.strip()
+    tree = BENCH / "out" / f"before-{sha}"
+    if not tree.is_dir():
+        subprocess.run(["git", "worktree", "add", "--detach", str(tree), sha], cwd=ROOT, check=True,
+                       capture_output=True)
+    for name in ("answers.py", "relevance.py"):
+        shutil.copy2(BENCH / name, tree / "bench" / name)
+    for folder in ("answers", "relevance"):
+        shutil.copytree(BENCH / folder, tree / "bench" / folder, dirs_exist_ok=True)
+    out = BENCH / "out" / f"answers-{sha}.json"
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    subprocess.run([sys.executable, str(tree / "bench" / "answers.py"), *argv, "--out", str(out),
+                    "--cache", str(CACHE)], cwd=tree, env=env, check=True)
+    return json.loads(out.read_text(encoding="utf-8"))["results"]
 
 
 def main(argv: list[str] | None = None) -> int:
+    global CACHE
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sets", default="notes_en,debian_ref_zh,pydoc_topics")
+    parser.add_argument("--sets", default="notes_en,debian_ref_zh,pydoc_topics,gimp_help_en,libreoffice_help_zh")
     parser.add_argument("--limit", type=int)
     parser.add_argument("--resynth", action="store_true", help="synthesis only, over the cached inputs")
     parser.add_argument("--llm", action="store_true", help="with --resynth: the LLM synthesizer (SEARCHLAKE_LLM_*)")
+    parser.add_argument("--before", metavar="COMMIT", help="the same run over the code of COMMIT, printed beside")
+    parser.add_argument("--cache", type=Path, default=CACHE, help="where the synthesis inputs are cached")
     parser.add_argument("--out", type=Path, default=BENCH / "out" / "answers.json")
     args = parser.parse_args(argv)
+    CACHE = args.cache
 
     sets = [load_set(SETS / f"{name.strip()}.json") for name in args.sets.split(",") if name.strip()]
     for judged in sets:
@@ -269,12 +354,21 @@ def main(argv: list[str] | None = None) -> int:
         print("error: --llm needs an OpenAI-compatible endpoint (SEARCHLAKE_LLM_BASE_URL, _API_KEY, _MODEL); "
               "none is configured", file=sys.stderr)
         return 2
+    before = None
+    if args.before:
+        again = [a for a in (argv if argv is not None else sys.argv[1:]) if a != "--before" and a != args.before]
+        before = run_before(args.before, [a for a in again if not a.startswith("--before=")])
     if not args.resynth:
         os.environ["SEARCHLAKE_HOME"] = tempfile.mkdtemp(prefix="searchlake-answers-")
     results = [evaluate(judged, args.limit, args.resynth, args.llm) for judged in sets]
-    print_table(results)
+    if before is not None:
+        print_table(before, label=f"{args.before[:10]:10} ")
+        print_table(results, label=f"{'now':10} ")
+    else:
+        print_table(results)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"measured_at": time.strftime("%Y-%m-%dT%H:%M:%S"), "results": results},
+    args.out.write_text(json.dumps({"measured_at": time.strftime("%Y-%m-%dT%H:%M:%S"), "results": results,
+                                    "before": {"commit": args.before, "results": before} if before else None},
                                    indent=2, ensure_ascii=False), encoding="utf-8")
     return 0
 

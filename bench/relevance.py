@@ -67,12 +67,13 @@ class JudgedSet:
     library: str | None
     install: str | None
     questions: list[dict]
+    role: str | None = None  # "test": built to test on only, never to tune
 
 
 def load_set(path: Path, library: str | None = None) -> JudgedSet:
     doc = json.loads(path.read_text(encoding="utf-8"))
     folder = library or doc.get("library")
-    return JudgedSet(doc.get("name") or path.stem, folder, doc.get("install"), doc["questions"])
+    return JudgedSet(doc.get("name") or path.stem, folder, doc.get("install"), doc["questions"], doc.get("role"))
 
 
 def missing_library(judged: JudgedSet) -> str | None:
