@@ -47,6 +47,11 @@ class Citation(BaseModel):
     end: int | None = None
 
 
+# The longest answer, in words (a Chinese character counts two thirds of a
+# word): what a person reads in a minute, as TREC's RAG track budgets one.
+ANSWER_WORDS = 400
+
+
 class Insight(BaseModel):
     text: str
     citations: list[Citation] = Field(default_factory=list)
@@ -74,6 +79,11 @@ class SynthesisResult(BaseModel):
     question: str
     language: Language = "en"
     task_id: str | None = None
+    # The answer a reader reads first, in at most ANSWER_WORDS words: the
+    # sentences that say what the question asks, each cited; `dimension` is
+    # the part of the question a point answers, on a question of several.
+    answer: list[Insight] = Field(default_factory=list)
+    # The evidence: the passages around what answers, verbatim.
     synthesized_insights: list[Insight] = Field(default_factory=list)
     key_data_points: list[KeyDataPoint] = Field(default_factory=list)
     contradictions_or_gaps: list[ContradictionOrGap] = Field(default_factory=list)
@@ -84,9 +94,9 @@ class SynthesisResult(BaseModel):
     tokens: int = 0
 
     def all_citations(self) -> list[Citation]:
-        """Every citation, in reading order: insights, data points, then
-        contradictions and gaps (the order reports number them in)."""
-        groups = [*self.synthesized_insights, *self.key_data_points, *self.contradictions_or_gaps]
+        """Every citation, in reading order: the answer, insights, data
+        points, then contradictions and gaps (the order reports number them in)."""
+        groups = [*self.answer, *self.synthesized_insights, *self.key_data_points, *self.contradictions_or_gaps]
         return [c for item in groups for c in item.citations]
 
 

@@ -21,7 +21,7 @@ from schemas.report import (
     ResearchReport,
     SynthesisResult,
 )
-from tasks.reporting.layout import dimension_groups, figure, summary_items, unique_citations
+from tasks.reporting.layout import answer_of, dimension_groups, figure, unique_citations
 from tasks.reporting.markdown import render_markdown_text
 from tasks.synthesis.labels import labels
 
@@ -30,12 +30,11 @@ from tasks.synthesis.labels import labels
 
 def note_numbers(synthesis: SynthesisResult) -> dict[str, int]:
     """source_id → note number of each source a verified quote cites, in
-    the order a reader meets them (summary, findings by dimension, data
+    the order a reader meets them (answer, evidence by dimension, data
     points, contradictions and gaps)."""
     numbers: dict[str, int] = {}
-    insights = [*summary_items(synthesis), *(i for g in dimension_groups(synthesis).values() for i in g)]
-    items = [*(synthesis.synthesized_insights[i] for i in insights), *synthesis.key_data_points,
-             *synthesis.contradictions_or_gaps]
+    insights = [synthesis.synthesized_insights[i] for g in dimension_groups(synthesis).values() for i in g]
+    items = [*answer_of(synthesis), *insights, *synthesis.key_data_points, *synthesis.contradictions_or_gaps]
     for item in items:
         for citation in unique_citations(item.citations):
             numbers.setdefault(citation.source_id, len(numbers) + 1)
@@ -74,8 +73,7 @@ def report_sources(synthesis: SynthesisResult) -> list[ReportSource]:
 
 def _outline(s: SynthesisResult, b: ModelBlueprint | None, sources: list[ReportSource]) -> list[OutlineSection]:
     lab = labels(s.language)
-    sections = [OutlineSection(heading=lab["summary"],
-                               bullets=[s.synthesized_insights[i].text for i in summary_items(s)])]
+    sections = [OutlineSection(heading=lab["answer"], bullets=[p.text for p in answer_of(s)])]
     for dimension, indices in dimension_groups(s).items():
         sections.append(OutlineSection(heading=f"{lab['findings']}: {dimension or lab['general']}",
                                        bullets=[s.synthesized_insights[i].text for i in indices]))

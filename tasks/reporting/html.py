@@ -18,8 +18,8 @@ from tasks.reporting.layout import (
     figure,
     linkable,
     source_numbers,
+    answer_groups,
     caution,
-    summary_items,
     unique_citations,
     unverified_count,
 )
@@ -92,12 +92,15 @@ def _html_findings(s: SynthesisResult, numbers: dict[str, int], lab: dict) -> st
     return "".join(parts)
 
 
-def _html_summary(s: SynthesisResult, numbers: dict[str, int], lab: dict) -> str:
-    items = "".join(f'<li class="insight">{_e(x.text)}{html_cites(x.citations, numbers, lab)}</li>'
-                    for x in (s.synthesized_insights[i] for i in summary_items(s)))
-    body = f'<ul class="items">{items}</ul>' if items else f'<p class="empty">{_e(lab["nothing"])}</p>'
+def _html_answer(s: SynthesisResult, numbers: dict[str, int], lab: dict) -> str:
+    parts = []
+    for label, points in answer_groups(s):
+        items = "".join(f'<li class="answer-point">{_e(x.text)}{html_cites(x.citations, numbers, lab)}</li>'
+                        for x in points)
+        parts.append((f'<h3>{_e(label)}</h3>' if label else "") + f'<ul class="items">{items}</ul>')
+    body = "".join(parts) or f'<p class="empty">{_e(lab["nothing"])}</p>'
     warned = f'<p class="caution">{_e(said)}</p>' if (said := caution(s)) else ""
-    return f"<h2>{_e(lab['summary'])}</h2>{warned}{body}"
+    return f"<h2>{_e(lab['answer'])}</h2>{warned}{body}"
 
 
 def _html_data(s: SynthesisResult, numbers: dict[str, int], lab: dict) -> str:
@@ -176,7 +179,8 @@ def render_html(report: ResearchReport) -> str:
         f'<p class="meta">{_e(lab["synthesizer"])}: {_e(meta.synthesizer)} · {_e(lab["generated"])}: '
         f'{_e(meta.generatedAt)} · {_e(lab["sources"])}: {len(report.sources)}/{meta.sourceCount}</p></header>'
         f"{_html_changes(meta)}"
-        f'<section id="answer">{_html_summary(s, numbers, lab)}{_html_findings(s, numbers, lab)}</section>'
+        f'<section id="answer">{_html_answer(s, numbers, lab)}</section>'
+        f'<section id="evidence">{_html_findings(s, numbers, lab)}</section>'
         f"{_html_data(s, numbers, lab)}{_html_issues(s, numbers, lab)}{_html_model(report.model, lab)}"
         f"{_html_sources(report.sources, lab)}"
         + (f'<section id="warnings" class="warnings"><h2>{_e(lab["warnings"])}</h2><ul>{warnings}</ul></section>'

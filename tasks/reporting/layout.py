@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from schemas.report import Citation, ReportSource, SynthesisResult
+from schemas.report import Citation, Insight, ReportSource, SynthesisResult
 from schemas.urls import url_scheme
 from tasks.synthesis.labels import labels
 
@@ -59,13 +59,28 @@ def caution(s: SynthesisResult) -> str | None:
     return next((g.description for g in s.contradictions_or_gaps if g.kind == "gap" and g.description == hedge), None)
 
 
-def summary_items(s: SynthesisResult, limit: int = 3) -> list[int]:
-    """The best insight of each dimension first (each group is in rank
-    order), then the next best: a summary that spans the topic."""
+def answer_of(s: SynthesisResult) -> list[Insight]:
+    """The answer a reader reads first. A report made before reports had one
+    answers with its first findings: the best of each dimension first (each
+    group is in rank order), then the next best."""
+    if s.answer:
+        return s.answer
     groups = list(dimension_groups(s).values())
     order = [i for depth in range(max(map(len, groups), default=0)) for g in groups if depth < len(g)
              for i in [g[depth]]]
-    return order[:limit]
+    return [s.synthesized_insights[i] for i in order[:EARLIER_ANSWER_FINDINGS]]
+
+
+EARLIER_ANSWER_FINDINGS = 3
+
+
+def answer_groups(s: SynthesisResult) -> list[tuple[str | None, list[Insight]]]:
+    """The answer's points under the part of the question each answers (one
+    group, unlabelled, for a question of one part)."""
+    groups: dict[str | None, list[Insight]] = {}
+    for point in answer_of(s):
+        groups.setdefault(point.dimension if s.answer else None, []).append(point)
+    return list(groups.items())
 
 
 def figure(value: float, unit: str) -> str:

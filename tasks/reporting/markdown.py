@@ -10,8 +10,8 @@ from tasks.reporting.layout import (
     figure,
     linkable,
     source_numbers,
+    answer_groups,
     caution,
-    summary_items,
     unique_citations,
     unverified_count,
 )
@@ -114,12 +114,16 @@ def render_markdown_text(s: SynthesisResult, b: ModelBlueprint | None, sources: 
     lines = [f"# {md_text(s.question) or lab['title']}", "",
              f"*{lab['synthesizer']}: {md_text(s.synthesizer)} · {lab['generated']}: {meta.generatedAt} · "
              f"{lab['sources']}: {len(sources)}/{len(s.sources)}*", ""]
-    lines += [f"## {lab['summary']}", ""]
+    lines += [f"## {lab['answer']}", ""]
     if said := caution(s):
         lines += [f"*{md_text(said)}*", ""]
-    top = [s.synthesized_insights[i] for i in summary_items(s)]
-    lines += [f"- {md_text(i.text)}{md_cites(i.citations, numbers, lab)}" for i in top] or [lab["nothing"]]
-    lines.append("")
+    groups = answer_groups(s)
+    for label, points in groups:
+        if label:
+            lines += [f"**{md_text(label)}**", ""]
+        lines += [f"- {md_text(p.text)}{md_cites(p.citations, numbers, lab)}" for p in points] + [""]
+    if not groups:
+        lines += [lab["nothing"], ""]
     lines += _md_findings(s, numbers, lab) + _md_data(s, numbers, lab) + _md_issues(s, numbers, lab)
     lines += _md_model(b, lab) + _md_sources(sources, lab)
     if meta.warnings:

@@ -26,7 +26,7 @@ from tasks.lake.sources import consolidated_sources, task_query_texts
 from tasks.lake.sqlfiles import records
 from tasks.reporting.build import build_report, numbered, render_json, render_markdown
 from tasks.reporting.html import render_html
-from tasks.reporting.layout import source_numbers
+from tasks.reporting.layout import answer_of, source_numbers
 from tasks.synthesis.modeling import build_blueprint
 from tasks.synthesis.synthesizer import DEFAULT_MAX_SOURCES, SynthesisInput, synthesis_input, synthesize_material
 
@@ -61,21 +61,22 @@ def _report_row(task_id: str, report: ResearchReport, synthesis: SynthesisResult
         "insight_count": len(synthesis.synthesized_insights), "warning_count": len(meta.warnings),
         "md_path": keys["md"], "html_path": keys["html"], "json_path": keys["json"],
         "duration_ms": meta.durationMs, "tokens": meta.tokens, "flow_run_id": current_flow_run(),
-        "first_insight": synthesis.synthesized_insights[0].text if synthesis.synthesized_insights else None,
+        "first_insight": first.text if (first := next(iter(answer_of(synthesis)), None)) else None,
     }
 
 
 def citation_rows(task_id: str, report: ResearchReport) -> list[dict[str, Any]]:
     """The `report_citations` rows of a report: every quote it holds, with
     its source's note number, where it lies in the source's stored text,
-    and the section it is in (insight, data_point, contradiction, gap,
-    model: a core driver's evidence)."""
+    and the section it is in (answer, insight: a passage of the evidence,
+    data_point, contradiction, gap, model: a core driver's evidence)."""
     synthesis = report.synthesis
     if synthesis is None:
         return []
     numbers = source_numbers(report.sources)
     fields = {ref.source_id: ref.text_field for ref in synthesis.sources}
     sections: list[tuple[str, list]] = [
+        ("answer", [p.citations for p in synthesis.answer]),
         ("insight", [i.citations for i in synthesis.synthesized_insights]),
         ("data_point", [p.citations for p in synthesis.key_data_points]),
         *((item.kind, [item.citations]) for item in synthesis.contradictions_or_gaps),

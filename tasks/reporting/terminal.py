@@ -1,8 +1,8 @@
-"""The answer as a terminal shows it after a research run: the summary's
-first findings with their note numbers (and how many more the report
-holds), what the sources do not cover, and the
-cited sources — plain text wrapped to the terminal's width, numbered as
-report.md and report.html number them. Source text is untrusted: nothing
+"""The answer as a terminal shows it after a research run: the answer's
+points with their note numbers (and how many passages of evidence the
+report holds), what the sources do not cover, and the sources the answer
+cites — plain text wrapped to the terminal's width, numbered as report.md
+and report.html number them. Source text is untrusted: nothing
 it holds reaches the terminal as a control sequence."""
 
 from __future__ import annotations
@@ -13,10 +13,9 @@ from rich.cells import cell_len
 
 from schemas.report import ResearchReport
 from tasks.common.text import CJK_CHARS, printable
-from tasks.reporting.layout import caution, summary_items, unique_citations
+from tasks.reporting.layout import answer_groups, answer_of, caution, unique_citations
 from tasks.synthesis.labels import labels
 
-MAX_FINDINGS = 5
 
 
 def answer_lines(report: ResearchReport, width: int = 80) -> list[str]:
@@ -29,22 +28,26 @@ def answer_lines(report: ResearchReport, width: int = 80) -> list[str]:
     said = caution(synthesis)
     if said:
         lines += _wrapped(said, width, bullet="– ")
-    shown = summary_items(synthesis, limit=MAX_FINDINGS)
-    for index in shown:
-        insight = synthesis.synthesized_insights[index]
-        marks = "".join(f"[{numbers[c.source_id]}]" for c in unique_citations(insight.citations)
-                        if c.source_id in numbers)
-        lines += _wrapped(f"{insight.text} {marks}".rstrip(), width, bullet="• ")
-    if not shown:
+    groups = answer_groups(synthesis)
+    for label, points in groups:
+        if label:
+            lines += _wrapped(label, width)
+        for point in points:
+            marks = "".join(f"[{numbers[c.source_id]}]" for c in unique_citations(point.citations)
+                            if c.source_id in numbers)
+            lines += _wrapped(f"{point.text} {marks}".rstrip(), width, bullet="• ")
+    if not groups:
         lines.append(lab["nothing"])
-    elif len(shown) < len(synthesis.synthesized_insights):
-        lines.append(lab["more_findings"].format(count=len(synthesis.synthesized_insights) - len(shown)))
+    elif synthesis.synthesized_insights:
+        lines.append(lab["more_evidence"].format(count=len(synthesis.synthesized_insights)))
     for gap in (g.description for g in synthesis.contradictions_or_gaps if g.kind == "gap"):
         if gap != said:
             lines += _wrapped(gap, width, bullet="– ")
-    if report.sources:
+    cited = {c.source_id for point in answer_of(synthesis) for c in unique_citations(point.citations)}
+    shown_sources = [src for src in report.sources if src.sourceId in cited]
+    if shown_sources:
         lines += ["", lab["sources"]]
-        for src in report.sources:
+        for src in shown_sources:
             mark = f"[{src.noteIndex}] "
             lines += _wrapped(f"{mark}{src.title}", width, hang=len(mark))
             lines.append(" " * len(mark) + printable(src.url))  # whole, to copy or click

@@ -140,7 +140,7 @@ def citability(citations: list[Citation]) -> str:
 
 def finish(result: SynthesisResult, sources: list[Source]) -> SynthesisResult:
     verify_citations(result, sources)
-    for item in [*result.synthesized_insights, *result.key_data_points]:
+    for item in [*result.answer, *result.synthesized_insights, *result.key_data_points]:
         item.citability = citability(item.citations)
     result.sources = [s.ref() for s in sources]
     return result

@@ -38,7 +38,8 @@ _CODE_LINE = re.compile(r"^\s*[$#%>] |::|\s--?[a-z]|[=/\\|{}<>\[\]]|^\s*[a-z][\w
 _INTRODUCES = re.compile(r"[:：]\s*$|如下|下面|下列|以下|as follows|the following|below\b", re.IGNORECASE)
 # a sentence that opens on a word pointing back, or a connective that goes on from what was said ("Instead: …")
 _PRONOUN_START = re.compile(r"^(?:it|this|that|these|those|they|he|she|such|then|so|also|but|instead|however|"
-                            r"otherwise|therefore|thus|still)\b|^(?:[这它其此该]|因此|所以|但是|然而|否则|而是)",
+                            r"otherwise|therefore|thus|still|in (?:this|that|such|either|these|those) cases?)\b|"
+                            r"^(?:[这它其此该]|因此|所以|但是|然而|否则|而是)",
                             re.IGNORECASE)
 # one that names something said before it ("… none of these bacteria, which is why …")
 _REFERS_BACK = re.compile(r"\b(?:these|those|such)\s+\w|\bwhich is why\b|这些|这种|上述", re.IGNORECASE)
@@ -345,6 +346,20 @@ def quotable(sentence: str, shortest: int = 20) -> bool:
         return False
     # a few Chinese characters among names and paths are a label, not a statement
     return sum(len(run) for run in CJK_RUN.findall(flat)) >= 6 or len(flat.split()) >= 3 and not has_cjk(flat)
+
+
+def introduces(lead: Sentence, line: Sentence, previous: Sentence) -> bool:
+    """Whether `line` (after `previous`) is what `lead` introduces: a
+    command, a setting or a short item of a list in its section, after a
+    sentence that ends on a colon or says "as follows" ("Type:" and the
+    command, "如下："); or code right after the paragraph the sentence
+    ends ("… 关闭系统。" and "# shutdown -h now")."""
+    if lead.source is not line.source or lead.section != line.section:
+        return False
+    if _INTRODUCES.search(lead.text):
+        return not line.statement or line.brief or line.short_block
+    code = not line.statement and not line.brief
+    return code and (line.block == lead.block + 1 or (previous is not lead and line.block == previous.block))
 
 
 def dangling(window: Window) -> bool:

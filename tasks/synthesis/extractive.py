@@ -33,6 +33,7 @@ import numpy as np
 
 from schemas.report import ContradictionOrGap, Insight, KeyDataPoint, SynthesisResult
 from tasks.common.text import evidence_terms
+from tasks.synthesis.answer import answer_points
 from tasks.synthesis.base import Source, finish, no_sources_result, plan_dimensions
 from tasks.synthesis.candidates import Sentence, Window, candidates, quote_from, windows
 from tasks.synthesis.evidence import Scores, score
@@ -85,8 +86,7 @@ def _pick(question: Question, found: list[Window], scores: Scores, strong: np.nd
     chosen: list[_Finding] = []
     used: set[int] = set()
     per_doc: dict[str, int] = {}
-    orders = [[int(i) for i in np.argsort(-scores.relevance[p], kind="stable") if scores.eligible[p][i]]
-              for p in range(len(question.parts))]
+    orders = _orders(question, scores)
     # each part's best evidence leads a quote of its own: another quote does not reach back over it
     apart = {found[_lead(order, scores.relevance[p], found, opts)].first for p, order in enumerate(orders) if order}
 
@@ -132,6 +132,18 @@ def _pick(question: Question, found: list[Window], scores: Scores, strong: np.nd
             (_alike(found[i], f.window) for f in chosen), default=0.0))
         take(pick)
     return chosen[:leads] + sorted(chosen[leads:], key=lambda f: -f.relevance)
+
+
+def _orders(question: Question, scores: Scores) -> list[list[int]]:
+    """Per part, its evidence from the most relevant down."""
+    return [[int(i) for i in np.argsort(-scores.relevance[p], kind="stable") if scores.eligible[p][i]]
+            for p in range(len(question.parts))]
+
+
+def _leads(question: Question, found: list[Window], scores: Scores, opts: ExtractiveOptions) -> list[int | None]:
+    """Per part, the evidence that leads its answer (None: it has none)."""
+    return [_lead(order, scores.relevance[p], found, opts) if order else None
+            for p, order in enumerate(_orders(question, scores))]
 
 
 def _alike(window: Window, quoted: Window) -> float:
@@ -341,12 +353,14 @@ def extractive_synthesis(sources: list[Source], question_text: str, plan: dict |
     strong = _strong(scores, opts)
     picked = _pick(question, found, scores, strong, opts)
     insights = [_insight(f, _label_of(f, question, scores), lab) for f in picked]
+    answer = answer_points(question, found, scores, _leads(question, found, scores, opts), strong, lab["row_columns"])
     # figures only from evidence of some strength: a measure in a sentence that barely touches the question is noise
     relevance = np.where(strong, scores.best_relevance(), 0.0)
     points = _points([w.lead for w in found], [float(r) for r in relevance])
     issues = _contradictions(points, lab, opts.max_contradictions)
     issues += _gaps(question, scores.answered(), scores.sure(), lab)
-    result = SynthesisResult(question=question_text, language=question.language, synthesized_insights=insights,
+    result = SynthesisResult(question=question_text, language=question.language, answer=answer,
+                             synthesized_insights=insights,
                              key_data_points=[_data_point(p) for p in points[:opts.max_data_points]],
                              contradictions_or_gaps=issues, synthesizer="extractive")
     return finish(result, sources)

@@ -59,8 +59,8 @@ def test_report_renders_with_citations_linked_and_labelled_by_domain(tmp_path):
     dom = rendered(tmp_path, html_of(sources))
     assert dom.css_first("title").text() == PLAN["question"]
     assert dom.css_first("#report-title").text() == PLAN["question"]
-    insights = dom.css("#answer li.insight")
-    assert insights and "build backend" in dom.css_first("#answer").text()
+    assert dom.css("#answer li.answer-point") and "build backend" in dom.css_first("#answer").text()
+    assert dom.css("#evidence li.insight")  # the passages, below the answer
 
     by_id = {s.source_id: s for s in sources}
     links = dom.css("a.citation")
@@ -104,7 +104,7 @@ def test_hostile_source_text_does_not_run(tmp_path):
     dom = rendered(tmp_path, html)
     assert dom.css_first("title").text() == question  # no script rewrote document.title
     assert dom.css("script") == [] and dom.css("img") == [] and dom.css("#report-title b") == []
-    assert TITLE_SCRIPT in dom.css_first("#answer").text()  # shown as text
+    assert TITLE_SCRIPT in dom.css_first("#report").text()  # shown as text
     assert TITLE_SCRIPT in dom.css_first("#sources").text()
     hrefs = [node.attributes.get("href") or "" for node in dom.css("[href]")]
     assert hrefs and not [h for h in hrefs if not h.startswith(("http://", "https://", "file://"))]
@@ -119,8 +119,8 @@ def test_a_caution_that_the_quotes_only_touch_the_question_heads_the_summary(tmp
     question = "How long does the heater take to warm the tank water?"
     synthesis = synthesize([heater], question, None)
     report = build_report(synthesis, build_blueprint(synthesis), task_id="t1")
-    summary = report.markdown.split("## Summary\n\n", 1)[1]
-    assert summary.startswith("*The sources found may not answer this question")
+    answer = report.markdown.split("## Answer\n\n", 1)[1]
+    assert answer.startswith("*The sources found may not answer this question")
     dom = rendered(tmp_path, render_html(report))
     first = dom.css_first("#answer h2").next
     assert first.tag == "p" and "caution" in first.attributes["class"] and "only touch on it" in first.text()

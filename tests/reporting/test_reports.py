@@ -38,7 +38,7 @@ def test_markdown_numbers_citations_and_links_them_to_their_sources():
     report, synthesis, _ = report_of(make_sources())
     md = report.markdown
     assert md.startswith(f"# {PLAN['question']}\n")
-    for heading in ("## Summary", "## Key findings", "### build backend", "## Contradictions and gaps",
+    for heading in ("## Answer", "## Evidence", "### build backend", "## Contradictions and gaps",
                     "## Model", "## Sources"):
         assert heading in md
     by_note = {s.noteIndex: s for s in report.sources}
@@ -70,7 +70,7 @@ def test_json_follows_the_research_report_contract():
     assert {"markdown", "outline", "sources", "metadata"} <= set(doc)
     assert doc["markdown"] == report.markdown
     assert all({"heading", "bullets"} <= set(o) for o in doc["outline"])
-    assert doc["outline"][0]["heading"] == "Summary"
+    assert doc["outline"][0]["heading"] == "Answer"
     assert all({"title", "url", "noteIndex"} <= set(s) for s in doc["sources"])
     meta = doc["metadata"]
     assert {"durationMs", "tokens", "streamed"} <= set(meta) and meta["streamed"] is False
@@ -78,17 +78,17 @@ def test_json_follows_the_research_report_contract():
     assert set(meta["stepDurationsMs"]) == {"synthesis", "modeling", "reporting"}
     assert meta["citationCount"] == len(synthesis.all_citations()) and meta["unverifiedCount"] == 0
     assert meta["noCitations"] is False and meta["taskId"] == "t1" and meta["language"] == "en"
-    assert doc["synthesis"]["synthesized_insights"] and doc["model"]["coreDrivers"]
+    assert doc["synthesis"]["answer"] and doc["synthesis"]["synthesized_insights"] and doc["model"]["coreDrivers"]
 
 
 def test_chinese_question_gives_chinese_headings():
     sources = make_sources([("https://zh.example.cn/a", "报告", "大语言模型在医疗诊断中的应用正在快速增长。")])
     report, _, _ = report_of(sources, "大语言模型在医疗诊断中的应用如何？",
                              {"search_summary": {"key_dimensions": ["医疗诊断", "监管政策"]}})
-    for heading in ("## 执行摘要", "## 主要发现", "### 医疗诊断", "## 矛盾与空白", "## 来源"):
+    for heading in ("## 回答", "## 证据", "### 医疗诊断", "## 矛盾与空白", "## 来源"):
         assert heading in report.markdown
     assert "未找到关于“监管政策”的证据" in report.markdown
-    assert report.outline[0].heading == "执行摘要" and report.metadata.language == "zh"
+    assert report.outline[0].heading == "回答" and report.metadata.language == "zh"
     assert '<html lang="zh-CN">' in render_html(report)
 
 

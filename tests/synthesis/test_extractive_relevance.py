@@ -40,7 +40,8 @@ def source(n: int, url: str, title: str, text: str, score: float = 0.5) -> Sourc
 
 
 def quotes(result) -> list[str]:
-    return [" ".join(c.quote.split()) for c in result.all_citations()]
+    """The quotes of the evidence: the passages below the answer."""
+    return [" ".join(c.quote.split()) for insight in result.synthesized_insights for c in insight.citations]
 
 
 def first_quote(url: str, title: str, text: str, question: str) -> str:

@@ -386,7 +386,7 @@ def test_a_chinese_question_finds_the_answer_worded_otherwise_and_quotes_the_com
     quoted = " ".join(c.quote for c in result.all_citations())
     assert "shutdown -h now" in quoted and "poweroff -i -f" in quoted
     assert not [g for g in result.contradictions_or_gaps if g.kind == "gap"]
-    quotes = [c.quote for c in result.all_citations()]
+    quotes = [c.quote for insight in result.synthesized_insights for c in insight.citations]
     before_ctrl_d = quotes[:next(k for k, q in enumerate(quotes + ["Ctrl-D"]) if "Ctrl-D" in q)]
     assert all(any(command in q for q in before_ctrl_d) for command in ("shutdown -h now", "poweroff -i -f"))
 

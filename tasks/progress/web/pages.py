@@ -7,10 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from schemas.report import ResearchReport
+from schemas.report import Insight, ResearchReport
 from tasks.common.settings import Settings
 from tasks.lake.catalog import open_catalog
 from tasks.progress.web import charts
+from tasks.reporting.layout import answer_of, caution
 from tasks.reporting.report import ReportNotFound, load_report
 from tasks.common.errors import UserError
 
@@ -60,11 +61,18 @@ class TaskPage:
         return {s["source_id"]: s for s in self.sources}
 
     @property
-    def summary(self) -> list[str]:
-        """The report's answer: the bullets of its first outline section."""
-        if self.report is None or not self.report.outline:
+    def answer(self) -> list[Insight]:
+        """The report's answer: its points, each with its citations."""
+        if self.report is None or self.report.synthesis is None:
             return []
-        return self.report.outline[0].bullets
+        return answer_of(self.report.synthesis)
+
+    @property
+    def caution(self) -> str | None:
+        """The report's caution that its passages only touch the question."""
+        if self.report is None or self.report.synthesis is None:
+            return None
+        return caution(self.report.synthesis)
 
 
 class UnknownTaskPage(UserError, LookupError):
