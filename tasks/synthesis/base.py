@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from urllib.parse import urlsplit
 
-from schemas.report import Citation, ContradictionOrGap, SourceRef, SynthesisResult
+from schemas.report import ANSWER_WORDS, Citation, ContradictionOrGap, Insight, SourceRef, SynthesisResult
+from tasks.common.text import reading_words
 from schemas.urls import domain_of, url_scheme
 from tasks.synthesis.labels import labels
 from tasks.synthesis.passages import clip, locate
@@ -144,6 +145,17 @@ def finish(result: SynthesisResult, sources: list[Source]) -> SynthesisResult:
         item.citability = citability(item.citations)
     result.sources = [s.ref() for s in sources]
     return result
+
+
+def within_answer(points: list[Insight]) -> list[Insight]:
+    """The points of an answer, in order, while they fit in ANSWER_WORDS words."""
+    kept, words = [], 0.0
+    for point in points:
+        words += reading_words(point.text)
+        if words > ANSWER_WORDS:
+            break
+        kept.append(point)
+    return kept
 
 
 def no_sources_result(question: str, language: str, dims: list[str], synthesizer: str) -> SynthesisResult:

@@ -1,6 +1,8 @@
 """The LLM synthesizer: numbered sources in, ---THOUGHT---/---JSON--- out;
 citations are mapped back to the list and any citation pointing outside it
-is dropped with a warning, never invented. `llm_synthesis` raises LLMError
+is dropped with a warning, never invented. Its answer is held to the same
+budget as the extractive one (base.within_answer): points past ANSWER_WORDS
+words are left out; a model that gives none answers with its first insights. `llm_synthesis` raises LLMError
 for an unreachable model or an unusable answer."""
 
 from __future__ import annotations
@@ -11,21 +13,26 @@ from typing import Any
 
 import httpx
 
-from schemas.report import Citation, ContradictionOrGap, Insight, KeyDataPoint, SynthesisResult
+from schemas.report import ANSWER_WORDS, Citation, ContradictionOrGap, Insight, KeyDataPoint, SynthesisResult
 from tasks.synthesis.labels import detect_language
 from tasks.common.llm import FORMAT_INSTRUCTIONS, LLMConfig, LLMError, chat, parse_json_answer
 from tasks.synthesis.passages import clip
-from tasks.synthesis.base import Source, finish, no_sources_result, plan_dimensions
+from tasks.synthesis.base import Source, finish, no_sources_result, plan_dimensions, within_answer
 
 SYSTEM_PROMPT = (
     "You are a research synthesis agent. You receive a research question and a numbered list of "
     "sources (S1, S2, ...). Use only these sources. Every claim must cite the sources it rests on by "
     "their number, each with a quote copied character for character from that source (a sentence or "
     "a phrase, in the source's own language; never translate or paraphrase a quote). Do not cite a "
-    "source number that is not in the list. Report figures with their units, disagreements between "
-    "sources (contradictions) and key dimensions the sources do not cover (gaps).\n" + FORMAT_INSTRUCTIONS
+    "source number that is not in the list. First answer the question directly in `answer`: one short "
+    "point for each part of the question, saying what the sources say, at most " + str(ANSWER_WORDS // 2)
+    + " words in all, nothing that does not speak to the question. Then give the evidence, figures with "
+    "their units, disagreements between sources (contradictions) and what the sources do not cover "
+    "(gaps).\n" + FORMAT_INSTRUCTIONS
 )
 JSON_SHAPE = """{
+  "answer": [{"text": "a direct answer to one part of the question", "part": "that part, or null",
+              "citations": [{"source": 1, "quote": "exact words from S1"}]}],
   "synthesized_insights": [{"text": "the insight", "dimension": "a key dimension or null",
                             "citations": [{"source": 1, "quote": "exact words from S1"}]}],
   "key_data_points": [{"value": 12.5, "unit": "%", "measure": "what the figure measures",
@@ -123,9 +130,10 @@ def _items(data: dict, key: str) -> list:
 
 def from_llm_json(data: dict, sources: list[Source], question: str) -> SynthesisResult:
     """Map a model's JSON onto a SynthesisResult (unverified as yet)."""
-    keys = ("synthesized_insights", "key_data_points", "contradictions_or_gaps")
+    keys = ("answer", "synthesized_insights", "key_data_points", "contradictions_or_gaps")
     if not any(isinstance(data.get(k), list) for k in keys):
-        raise LLMError("the model's JSON has none of synthesized_insights, key_data_points, contradictions_or_gaps")
+        raise LLMError("the model's JSON has none of answer, synthesized_insights, key_data_points, "
+                       "contradictions_or_gaps")
     warnings: list[str] = []
     insights = []
     for n, raw in enumerate(_items(data, "synthesized_insights"), start=1):
@@ -148,9 +156,18 @@ def from_llm_json(data: dict, sources: list[Source], question: str) -> Synthesis
         issues.append(ContradictionOrGap(kind=_kind(raw.get("kind")), description=_text(raw.get("description")),
                                          citations=_citations(raw.get("citations"), f"item {n} of contradictions_or_gaps",
                                                               sources, warnings)))
+    answer = []
+    for n, raw in enumerate(_items(data, "answer"), start=1):
+        raw = raw if isinstance(raw, dict) else {"text": raw}
+        answer.append(Insight(text=_text(raw.get("text")), dimension=_text(raw.get("part")) or None,
+                              citations=_citations(raw.get("citations"), f"answer point {n}", sources, warnings)))
     warnings += [f"insight {n}: no citation" for n, i in enumerate(insights, start=1) if not i.citations]
+    warnings += [f"answer point {n}: no citation" for n, p in enumerate(answer, start=1) if not p.citations]
+    insights = [i for i in insights if i.text]
     return SynthesisResult(question=question, language=detect_language(question),
-                           synthesized_insights=[i for i in insights if i.text], key_data_points=points,
+                           answer=within_answer([p for p in answer if p.text]
+                                                or [i.model_copy(deep=True) for i in insights]),
+                           synthesized_insights=insights, key_data_points=points,
                            contradictions_or_gaps=[i for i in issues if i.description], warnings=warnings)
 
 

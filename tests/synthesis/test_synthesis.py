@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.report_helpers import CONFIG, PACKAGING, PLAN, answer, make_sources, mock_llm
 
-from schemas.report import Citation, Insight, SynthesisResult
+from schemas.report import ANSWER_WORDS, Citation, Insight, SynthesisResult
+from tasks.common.text import reading_words
 from tasks.lake.catalog import open_catalog
 from tasks.lake.consolidation import consolidate
 from tasks.synthesis.extractive import extractive_synthesis
@@ -282,6 +283,22 @@ def test_llm_answer_maps_citations_and_drops_sources_outside_the_list():
     assert result.contradictions_or_gaps[0].kind == "gap"
 
 
+def test_a_models_answer_is_held_to_the_answer_budget_and_checked_like_any_quote():
+    long_point = {"text": "The [project] table holds the metadata. " * 40,  # 240 words
+                  "citations": [{"source": 2, "quote": "The [project] table holds metadata such as name and version"}]}
+    doc = {**GOOD, "answer": [{"text": "Metadata lives in the [project] table.", "part": None,
+                               "citations": [{"source": 2, "quote": "The [project] table holds metadata"}]},
+                              long_point, long_point, {"text": "A made-up point.",
+                                                       "citations": [{"source": 1, "quote": "never said"}]}]}
+    result = llm_synthesis(make_sources(), PLAN["question"], PLAN, CONFIG, client=mock_llm(answer(doc)))
+    assert reading_words(" ".join(p.text for p in result.answer)) <= ANSWER_WORDS
+    assert [p.text for p in result.answer][:2] == ["Metadata lives in the [project] table.", long_point["text"].strip()]
+    assert len(result.answer) == 2  # the second long point would pass the budget: it and what follows are left out
+    assert result.answer[0].citations[0].verified
+    without = llm_synthesis(make_sources(), PLAN["question"], PLAN, CONFIG, client=mock_llm(answer(GOOD)))
+    assert [p.text for p in without.answer] == [i.text for i in without.synthesized_insights]
+
+
 def test_llm_fabricated_quote_is_kept_unverified_with_a_warning():
     doc = {"synthesized_insights": [{"text": "x", "citations": [{"source": 1, "quote": "TOML was invented in 1850."}]}]}
     result = llm_synthesis(make_sources(), "q", None, CONFIG, client=mock_llm(answer(doc)))
@@ -303,7 +320,7 @@ def test_unparseable_llm_answer_raises_llm_error_without_fallback():
     client = mock_llm("---THOUGHT---\nI could not decide.\n---JSON---\nno json here")
     with pytest.raises(LLMError, match="no JSON object"):
         synthesize(make_sources(), "q", None, llm=CONFIG, client=client, fallback=False)
-    with pytest.raises(LLMError, match="none of synthesized_insights"):
+    with pytest.raises(LLMError, match="none of answer, synthesized_insights"):
         llm_synthesis(make_sources(), "q", None, CONFIG, client=mock_llm(answer({"answer": "42"})))
 
 
