@@ -15,6 +15,7 @@ from functools import cached_property
 
 from tasks.common.text import CJK_RUN, normalize, evidence_terms
 from tasks.synthesis.base import Source
+from tasks.synthesis.language import any_language, languages
 from tasks.synthesis.passages import block_spans, clip, fold, has_cjk, sentence_spans, table_rows, trimmed, weight_len
 
 QUOTE_CHARS = 400
@@ -24,7 +25,7 @@ SHORT_SECTION = 800    # a section this long or shorter is read as one unit
 CODE_CHARS = 300       # a code line or block longer than this is not quoted
 # the labels of notes, tips and warnings (DocBook, Sphinx, Markdown callouts): a line on its own like a
 # heading, but the note belongs to the section it sits in
-ADMONITIONS = frozenset("note tip warning caution important hint attention danger 注意 提示 警告 小心 重要".split())
+ADMONITIONS = frozenset(label for language in languages() for label in language.notes)
 
 
 # -- candidates --------------------------------------------------------------------
@@ -34,15 +35,12 @@ _BULLET = re.compile(r"^(?:[-*•·]|\d{1,2}[.)]|[a-z][.)])\s+")
 _NUMBERED = re.compile(r"^\d{1,2}[.)]\s+")
 _ENDS_SENTENCE = re.compile(r"[.!?:;\u3002\uff01\uff1f\uff1b\uff1a][\"'\u201d\u2019)\]]*$")
 _CODE_LINE = re.compile(r"^\s*[$#%>] |::|\s--?[a-z]|[=/\\|{}<>\[\]]|^\s*[a-z][\w.-]*(?:\s+[\w./=-]+)+\s*$")
-# a sentence that introduces what follows it: a command, a setting, a list
-_INTRODUCES = re.compile(r"[:：]\s*$|如下|下面|下列|以下|as follows|the following|below\b", re.IGNORECASE)
-# a sentence that opens on a word pointing back, or a connective that goes on from what was said ("Instead: …")
-_PRONOUN_START = re.compile(r"^(?:it|this|that|these|those|they|he|she|such|then|so|also|but|instead|however|"
-                            r"otherwise|therefore|thus|still|in (?:this|that|such|either|these|those) cases?)\b|"
-                            r"^(?:[这它其此该]|因此|所以|但是|然而|否则|而是)",
-                            re.IGNORECASE)
-# one that names something said before it ("… none of these bacteria, which is why …")
-_REFERS_BACK = re.compile(r"\b(?:these|those|such)\s+\w|\bwhich is why\b|这些|这种|上述", re.IGNORECASE)
+# a sentence that introduces what follows it (a command, a setting, a list), one that opens on a word
+# pointing back or a connective going on from what was said ("Instead: …"), one naming something said
+# before it ("… none of these bacteria, which is why …"): in any language
+_INTRODUCES = any_language(lambda language: language.introduces)
+_PRONOUN_START = any_language(lambda language: language.points_back)
+_REFERS_BACK = any_language(lambda language: language.refers_back)
 _CELL_BORDER = re.compile(r"(?<!\\)\|")  # "\|" is a bar inside a cell
 _RULE_CELL = re.compile(r"^\s*:?-{3,}:?\s*$")
 

@@ -62,7 +62,9 @@ from tasks.retrieval.bm25 import TermIndex, feedback_weights
 from tasks.synthesis.candidates import Sentence, Window
 from tasks.synthesis.figures import CURRENCY_UNITS, figures
 from tasks.synthesis.passages import has_cjk
-from tasks.synthesis.question import (asks_for, chinese_words, CHOICE, DEFINITION, DURATION, FREQUENCY, MEASURES, MONEY,
+from tasks.synthesis.language import any_language
+from tasks.synthesis.language.zh import chinese_words
+from tasks.synthesis.question import (asks_for, CHOICE, DEFINITION, DURATION, FREQUENCY, MEASURES, MONEY,
                                       QUANTITY, TEMPERATURE, Part, Question, holds)
 
 CONTEXT_CREDIT = 0.5   # a word the sentence's title, heading or neighbours hold, not the sentence itself
@@ -96,19 +98,9 @@ SENTENCE_SPREAD = 0.04  # cosine above the pool's median that is full closeness,
 
 # -- answer types --------------------------------------------------------------------
 
-_NUMBER_WORDS = r"(?:\d+(?:[.,]\d+)?|a|an|one|two|three|four|five|six|seven|eight|nine|ten|twelve|a few|several|half an?)"
-_TIME_UNITS = r"(?:seconds?|minutes?|mins?|hours?|hrs?|days?|nights?|weeks?|months?|years?)"
-_ANSWER_PATTERNS = {
-    DURATION: re.compile(rf"\b{_NUMBER_WORDS}[\s-]+(?:full\s+)?{_TIME_UNITS}\b|\bovernight\b|"
-                         r"[0-9一二三四五六七八九十两几半]+\s*(?:秒|分钟|小时|天|周|星期|个月|年)", re.IGNORECASE),
-    FREQUENCY: re.compile(rf"\bevery\s+(?:{_NUMBER_WORDS}\s+)?(?:other\s+)?{_TIME_UNITS}\b|\b(?:once|twice|"
-                          rf"\d+\s*(?:x|times))(?:\s+or\s+(?:twice|\w+\s+times))?\s+(?:a|an|per|each)\s+{_TIME_UNITS}\b|\b(?:daily|weekly|monthly|yearly|"
-                          r"nightly|hourly)\b|每(?:天|日|周|星期|月|年|小时|隔)|一天.次|定期", re.IGNORECASE),
-    TEMPERATURE: re.compile(r"\d\s*(?:°|º|degrees?\b|℃|℉)|\d\s?[CF]\b|摄氏|华氏|\d+\s*度"),
-    QUANTITY: re.compile(r"\d|[一二三四五六七八九十两百千万亿半]"),
-    CHOICE: re.compile(r"\brecommend|\b(?:best|better|preferred|ideal)\b|\bprefer(?:s|red)?\b|\bgood (?:choice|option|idea)\b|"
-                       r"推荐|建议|好的选择|首选|最好|更好|最佳|适合", re.IGNORECASE),
-}
+# What a sentence giving each kind of answer holds, in any language.
+_ANSWER_PATTERNS = {answer: any_language(lambda language, answer=answer: language.gives.get(answer))
+                    for answer in (DURATION, FREQUENCY, TEMPERATURE, QUANTITY, CHOICE)}
 
 
 def defines(sentence: Sentence, subject: str | None) -> bool:

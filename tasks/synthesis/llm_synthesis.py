@@ -2,7 +2,8 @@
 citations are mapped back to the list and any citation pointing outside it
 is dropped with a warning, never invented. Its answer is held to the same
 budget as the extractive one (base.within_answer): points past ANSWER_WORDS
-words are left out; a model that gives none answers with its first insights. `llm_synthesis` raises LLMError
+words are left out; a model that gives none answers with its first insights
+a verified quote backs. `llm_synthesis` raises LLMError
 for an unreachable model or an unusable answer."""
 
 from __future__ import annotations
@@ -165,8 +166,7 @@ def from_llm_json(data: dict, sources: list[Source], question: str) -> Synthesis
     warnings += [f"answer point {n}: no citation" for n, p in enumerate(answer, start=1) if not p.citations]
     insights = [i for i in insights if i.text]
     return SynthesisResult(question=question, language=detect_language(question),
-                           answer=within_answer([p for p in answer if p.text]
-                                                or [i.model_copy(deep=True) for i in insights]),
+                           answer=within_answer([p for p in answer if p.text]),
                            synthesized_insights=insights, key_data_points=points,
                            contradictions_or_gaps=[i for i in issues if i.description], warnings=warnings)
 
@@ -181,4 +181,15 @@ def llm_synthesis(sources: list[Source], question: str, plan: dict | None, confi
     result = from_llm_json(parse_json_answer(answer.content), sources, question)
     result.synthesizer = f"llm:{config.model}"
     result.tokens = answer.tokens
-    return finish(result, sources)
+    finish(result, sources)
+    if not result.answer:
+        result.answer = answer_from_insights(result.synthesized_insights)
+    return result
+
+
+def answer_from_insights(insights: list[Insight]) -> list[Insight]:
+    """For a model that gave no answer: its insights a verified quote backs,
+    with those quotes only, while they fit the answer's budget."""
+    backed = [i.model_copy(deep=True, update={"citations": [c.model_copy() for c in i.citations if c.verified]})
+              for i in insights if any(c.verified for c in i.citations)]
+    return within_answer(backed)

@@ -296,7 +296,9 @@ def test_a_models_answer_is_held_to_the_answer_budget_and_checked_like_any_quote
     assert len(result.answer) == 2  # the second long point would pass the budget: it and what follows are left out
     assert result.answer[0].citations[0].verified
     without = llm_synthesis(make_sources(), PLAN["question"], PLAN, CONFIG, client=mock_llm(answer(GOOD)))
+    # without an answer, the insights a verified quote backs answer, with those quotes only
     assert [p.text for p in without.answer] == [i.text for i in without.synthesized_insights]
+    assert all(c.verified for p in without.answer for c in p.citations)
 
 
 def test_llm_fabricated_quote_is_kept_unverified_with_a_warning():
