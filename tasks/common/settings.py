@@ -149,6 +149,11 @@ class Settings(_Settings):
     lock_timeout: float = Field(default=30.0, ge=0, description=(
         "Seconds a command waits for a busy catalog, trying again after growing pauses, before it says it is busy"))
     sql_timeout: float = Field(default=300.0, gt=0, description="Seconds an analyst's `searchlake sql` query may run")
+    # Validating a bundle takes several times its size in memory (parsed JSON,
+    # models, Arrow columns), in each worker; what searchlake's own searches
+    # write is a few MB at most.
+    max_bundle_bytes: int = Field(default=64 << 20, ge=1024, description=(
+        "`ingest` refuses a bundle file larger than this many bytes without reading it (too_large)"))
     # an s3:// lake: the usual AWS variables, read by the engine and by s3fs alike
     aws_access_key_id: SecretStr | None = Field(default=None, validation_alias=AliasChoices("AWS_ACCESS_KEY_ID"),
                                                 description="An s3:// lake's access key id")
