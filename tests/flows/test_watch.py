@@ -202,6 +202,25 @@ def test_bad_input_is_one_line_and_a_failure(cli, args, said):
     assert done.returncode != 0 and error_lines(done.stderr) == [said], done.stderr
 
 
+SINCE_ACCEPTS = ("a date or time from 0001-01-02 to 9999-12-30 (2026-11-24, 2026-11-24T08:00) or a span back "
+                 "of at most 36500d (6h, 2d)")
+
+
+@pytest.mark.parametrize("since", ["0001-01-01", "0001-01-01T00:00+01:00", "9999-12-31T23:59-05:00",
+                                   "36501d", "99999999999d", "9999999999999999999999s"])
+def test_a_since_out_of_range_is_one_line_saying_what_it_takes(cli, since):
+    done = cli.run("changes", "--topic", "notes", "--since", since)
+    assert done.returncode == 2
+    assert done.stderr == f"error: --since {since!r} is out of range: it takes {SINCE_ACCEPTS}\n"
+
+
+@pytest.mark.parametrize("since", ["0001-01-02", "9999-12-30T23:59", "36500d", "0s"])
+def test_a_since_at_the_ends_of_its_range_is_taken(cli, since):
+    done = cli.run("changes", "--topic", "notes", "--since", since)
+    assert error_lines(done.stderr) == ["error: no watch or topic named 'notes' (searchlake watch list shows "
+                                        "the watches)"]  # the value was taken; the topic is what is missing
+
+
 def test_without_watches_list_says_so_and_changes_names_the_unknown_topic(cli):
     listed = cli.run("watch", "list")
     assert listed.returncode == 0 and "no watch yet" in listed.stderr
