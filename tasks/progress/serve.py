@@ -16,8 +16,8 @@ Starlette (with sse-starlette for the stream) under uvicorn. It binds to
 127.0.0.1 unless told otherwise, and beyond the loopback only with
 SEARCHLAKE_SERVE_TOKEN set: every request must then carry the token. It
 answers only requests addressed to its allowed host names
-(SEARCHLAKE_SERVE_ALLOWED_HOSTS, DNS rebinding) and refuses form posts from
-other sites (tasks/progress/web/guards.py).
+(SEARCHLAKE_SERVE_ALLOWED_HOSTS, DNS rebinding) and refuses requests from
+other sites that change something (tasks/progress/web/guards.py).
 """
 
 from __future__ import annotations

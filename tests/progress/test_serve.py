@@ -214,7 +214,7 @@ def test_a_request_for_another_host_name_is_refused(page_server):
 
 
 def test_a_question_that_cannot_start_is_one_line_on_the_page(page_server):
-    response = httpx.post(page_server.url + "/research", timeout=10,
+    response = httpx.post(page_server.url + "/research", timeout=10, headers={"Origin": page_server.url},
                           data={"question": "solar panels", "providers": ["library", "goggle"]})
     assert response.status_code == 400
     assert "unknown provider &#39;goggle&#39;" in response.text or "unknown provider 'goggle'" in response.text
@@ -222,6 +222,6 @@ def test_a_question_that_cannot_start_is_one_line_on_the_page(page_server):
 
 
 def test_the_api_runs_nothing_for_a_caller_with_other_settings(page_server):
-    response = httpx.post(page_server.url + "/api/research", timeout=10,
+    response = httpx.post(page_server.url + "/api/research", timeout=10, headers={"Origin": page_server.url},
                           json={"question": "solar panels", "fingerprint": "not-these-settings"})
     assert response.status_code == 409
