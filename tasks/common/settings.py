@@ -242,6 +242,9 @@ class Settings(_Settings):
                                       description="A background `serve` stops after this long with nothing to do")
     serve_max_body_bytes: int = Field(default=1_000_000, ge=1024,
                                       description="`serve` refuses a request body larger than this (413)")
+    serve_request_timeout: float = Field(default=10.0, gt=0, description=(
+        "Seconds a client has to send `serve` a request's headers and body; a slower one's connection is "
+        "closed (slowloris)"))
     serve_token: SecretStr | None = Field(default=None, description=(
         f"Every request to `serve` must carry it ({MIN_SERVE_TOKEN}+ characters); needed to serve beyond the loopback"))
     serve_allowed_hosts: Annotated[list[str], NoDecode] = Field(default=[], description=(
