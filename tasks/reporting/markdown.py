@@ -5,6 +5,7 @@ characters, and only http(s)/file URLs ever become links."""
 from __future__ import annotations
 
 from schemas.report import Citation, ModelBlueprint, ReportMetadata, ReportSource, SynthesisResult
+from tasks.common.text import printable
 from tasks.reporting.layout import (
     dimension_groups,
     figure,
@@ -22,9 +23,10 @@ _MD_SPECIAL = str.maketrans({c: f"\\{c}" for c in "\\`*_[]<>|#"})
 
 
 def md_text(text: str) -> str:
-    """Untrusted text made inert in Markdown: one line, specials escaped (a
-    title like <script> stays text in any renderer)."""
-    return " ".join((text or "").split()).translate(_MD_SPECIAL)
+    """Untrusted text made inert in Markdown: one line, no control or
+    bidirectional characters, specials escaped (a title like <script> stays
+    text in any renderer)."""
+    return " ".join(printable(text or "").split()).translate(_MD_SPECIAL)
 
 
 def md_url(url: str) -> str:

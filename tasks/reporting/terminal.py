@@ -13,13 +13,14 @@ from rich.cells import cell_len
 
 from schemas.report import ResearchReport
 from tasks.common.text import CJK_CHARS, printable
-from tasks.reporting.layout import caution, summary_items, unique_citations
+from tasks.reporting.layout import caution, displayed, summary_items, unique_citations
 from tasks.synthesis.labels import labels
 
 MAX_FINDINGS = 5
 
 
 def answer_lines(report: ResearchReport, width: int = 80) -> list[str]:
+    report = displayed(report)
     synthesis = report.synthesis
     if synthesis is None:
         return []
