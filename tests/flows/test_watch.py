@@ -227,3 +227,41 @@ def test_without_watches_list_says_so_and_changes_names_the_unknown_topic(cli):
     changes = cli.run("changes", "--topic", "notes")
     assert changes.returncode == 2 and error_lines(changes.stderr) == [
         "error: no watch or topic named 'notes' (searchlake watch list shows the watches)"], changes.stderr
+
+
+# -- what Prefect's UI renders of a question ---------------------------------------
+
+PIXEL = "http://example.com/p.png"
+HOSTILE_QUESTIONS = {
+    "markdown image": f"How do panels age? ![x]({PIXEL})",
+    "html image": f'How do panels age? <img src="{PIXEL}">',
+    "link": f"How do panels age? [read this]({PIXEL})",
+    "bare url": f"How do panels age? {PIXEL} www.example.com/p.png owner@example.com",
+}
+
+
+@pytest.mark.parametrize("question", HOSTILE_QUESTIONS.values(), ids=HOSTILE_QUESTIONS.keys())
+def test_a_questions_markdown_forms_no_image_or_link_where_prefect_renders_it(question):
+    markdown_it = pytest.importorskip("markdown_it")
+    from flows.watch import round_markdown
+    from flows.watch_schedule import deployment_description
+    from schemas.watch import Change, Watch
+    from tasks.reporting.build import build_report
+    from tasks.synthesis.synthesizer import synthesize
+    from tests.report_helpers import make_sources
+
+    watch = Watch(name="panels", question=question, interval_seconds=3600)
+    renderer = markdown_it.MarkdownIt("commonmark")  # CommonMark with raw HTML allowed, as Prefect's UI
+    report = build_report(synthesize(make_sources(), question, None), None, task_id="t1")  # the report artifact
+    change = Change("source_added", url="https://a.example/", title=question, new_rank=1)
+    for name, markdown in {"deployment description": deployment_description(watch),
+                           "round artifact": round_markdown(watch, 2, "Round 2, since round 1: 1 new source.",
+                                                            [change]),
+                           "report artifact": report.markdown}.items():
+        html = renderer.render(markdown)
+        assert "<img" not in html, name
+        assert f'href="{PIXEL}"' not in html and 'href="http://www.example.com' not in html, name
+        # no bare URL, www. or address left for a GitHub-flavoured renderer to make a link of
+        bare = markdown.replace("\\://", "").replace("www\\.", "").replace("\\@", "")
+        assert "://example.com" not in bare and "www.example" not in bare and "@example" not in bare, name
+        assert "example.com/p.png" in html, name  # the question still reads as it was written
