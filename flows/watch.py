@@ -25,6 +25,7 @@ from tasks.common.settings import Settings
 from tasks.lake.catalog import open_catalog
 from tasks.lake.watches import begin_round, end_round, fail_round, get_watch, round_counts
 from tasks.reporting.changes import answer_rows, changes_markdown, report_language, summary, with_changes
+from tasks.reporting.markdown import md_text
 from tasks.reporting.report import load_report, store_report
 from tasks.synthesis.labels import detect_language
 
@@ -78,14 +79,20 @@ def end_round_task(watch: Watch, number: int, settings: Settings) -> tuple[int |
     return previous, changes, sentence
 
 
+def round_markdown(watch: Watch, number: int, sentence: str, changes: list[Change]) -> str:
+    """The round's artifact as Prefect's UI renders it: the question and the
+    changes as text (md_text), never an image, a link or HTML."""
+    return "\n".join([f"# Watch {watch.name}: round {number}", "", f"*{md_text(watch.question)}*", "",
+                      *changes_markdown(sentence, changes, language=detect_language(watch.question))])
+
+
 def changed(changes: list[Change]) -> bool:
     return any(c.kind != "answer_unchanged" for c in changes)
 
 
 def tell(watch: Watch, number: int, previous: int | None, changes: list[Change], sentence: str) -> None:
     """The round's markdown artifact (one history per watch) and its event."""
-    markdown = "\n".join([f"# Watch {watch.name}: round {number}", "", f"*{watch.question}*", "",
-                          *changes_markdown(sentence, changes, language=detect_language(watch.question))])
+    markdown = round_markdown(watch, number, sentence, changes)
     create_markdown_artifact(markdown, key=artifact_key("watch-changes", watch.name),
                              description=f"what changed in round {number} of watch {watch.name}")
     emit_event(CHANGED_EVENT if changed(changes) else UNCHANGED_EVENT,

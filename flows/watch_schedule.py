@@ -12,6 +12,7 @@ from pathlib import Path
 
 from flows.prefect_api import reach_api
 from schemas.watch import Watch, interval_words
+from tasks.reporting.markdown import md_text
 
 PROJECT = Path(__file__).resolve().parents[1]
 WORK_POOL = "searchlake"
@@ -40,8 +41,15 @@ def deploy_watch(watch: Watch) -> str:
             parameters={"name": watch.name}, parameter_openapi_schema=parameter_schema(watch_round).model_dump(),
             schedules=[schedule], tags=["searchlake", "watch"],
             concurrency_limit=1,  # a round still running when the next is due: the next waits
-            description=f"Watch {watch.name}, every {interval_words(watch.interval_seconds)}: {watch.question}")
+            description=deployment_description(watch))
     return str(deployment_id)
+
+
+def deployment_description(watch: Watch) -> str:
+    """What Prefect's UI shows of the deployment, rendered as Markdown: the
+    question as text, never an image, a link or HTML (a question is anyone's
+    text; an image in it would be fetched by every browser showing it)."""
+    return f"Watch {watch.name}, every {interval_words(watch.interval_seconds)}: {md_text(watch.question)}"
 
 
 def _ensure_work_pool(client) -> None:

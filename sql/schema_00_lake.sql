@@ -121,6 +121,9 @@ CREATE TABLE IF NOT EXISTS quarantine_log (
     message        VARCHAR,
     errors         JSON
 );
+-- The refused file's size (stored_path keeps at most its first 64 KiB):
+-- added to lakes made before it.
+ALTER TABLE quarantine_log ADD COLUMN IF NOT EXISTS size_bytes BIGINT;
 
 CREATE TABLE IF NOT EXISTS error_log_entries (
     logged_at    TIMESTAMPTZ NOT NULL,

@@ -186,7 +186,7 @@ def export(
         if task_id and task_id not in known:
             raise UserError(f"no bundles have landed for task {task_id!r}")
         for task in [task_id] if task_id else known:
-            refresh_exports(catalog, task)
+            refresh_exports(catalog, task, strict=True)  # a link planted in exports/: one line, status 2
             out.print(f"{task}: exported {', '.join(EXPORTED)}")
 
 

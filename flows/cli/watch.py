@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -215,6 +215,14 @@ def changes(
         out.print(Text("  ") + clipped(change_line(change), width - 2))
 
 
+# What --since takes, said whenever it refuses a value: dates far enough from
+# the ends of Python's calendar that any time zone's offset keeps them in it.
+EARLIEST_SINCE, LATEST_SINCE = date(1, 1, 2), date(9999, 12, 30)
+LONGEST_SINCE_SPAN = 36_500 * 86_400  # 100 years back
+SINCE_ACCEPTS = (f"a date or time from {EARLIEST_SINCE} to {LATEST_SINCE} (2026-11-24, 2026-11-24T08:00) "
+                 f"or a span back of at most {LONGEST_SINCE_SPAN // 86_400}d (6h, 2d)")
+
+
 def since_moment(text: str | None) -> datetime:
     """--since as a moment: an ISO date or time (local when it names no
     zone), or a span back from now (6h, 2d); the beginning of time when absent."""
@@ -222,12 +230,24 @@ def since_moment(text: str | None) -> datetime:
         return datetime(1970, 1, 1, tzinfo=timezone.utc)
     from schemas.watch import span_seconds
     try:
-        return datetime.now(timezone.utc) - timedelta(seconds=span_seconds(text))
+        seconds = span_seconds(text)
     except ValueError:
-        pass
+        return _since_date(text)
+    if seconds > LONGEST_SINCE_SPAN:  # also what timedelta could not hold
+        raise UserError(f"--since {text!r} is out of range: it takes {SINCE_ACCEPTS}")
+    return datetime.now(timezone.utc) - timedelta(seconds=seconds)
+
+
+def _since_date(text: str) -> datetime:
     try:
         moment = datetime.fromisoformat(text.strip())
     except ValueError:
         raise UserError(f"--since {text!r} is neither a date or time (2026-11-24, 2026-11-24T08:00) "
                         "nor a span back (6h, 2d)") from None
-    return moment if moment.tzinfo else moment.astimezone()
+    out_of_range = UserError(f"--since {text!r} is out of range: it takes {SINCE_ACCEPTS}")
+    if not EARLIEST_SINCE <= moment.date() <= LATEST_SINCE:
+        raise out_of_range
+    try:  # local time when it names no zone; in UTC it may still pass an end of the calendar
+        return (moment if moment.tzinfo else moment.astimezone()).astimezone(timezone.utc)
+    except (ValueError, OverflowError):
+        raise out_of_range from None

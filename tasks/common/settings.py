@@ -158,6 +158,11 @@ class Settings(_Settings):
     sql_memory_mb: int = Field(default=2048, ge=256, description=(
         "Megabytes of memory a `searchlake sql` command may use; the engine spills sorts and joins to disk "
         "past half of it, and a query needing more is stopped"))
+    # Validating a bundle takes several times its size in memory (parsed JSON,
+    # models, Arrow columns), in each worker; what searchlake's own searches
+    # write is a few MB at most.
+    max_bundle_bytes: int = Field(default=64 << 20, ge=1024, description=(
+        "`ingest` refuses a bundle file larger than this many bytes without reading it (too_large)"))
     # an s3:// lake: the usual AWS variables, read by the engine and by s3fs alike
     aws_access_key_id: SecretStr | None = Field(default=None, validation_alias=AliasChoices("AWS_ACCESS_KEY_ID"),
                                                 description="An s3:// lake's access key id")
@@ -246,6 +251,9 @@ class Settings(_Settings):
                                       description="A background `serve` stops after this long with nothing to do")
     serve_max_body_bytes: int = Field(default=1_000_000, ge=1024,
                                       description="`serve` refuses a request body larger than this (413)")
+    serve_request_timeout: float = Field(default=10.0, gt=0, description=(
+        "Seconds a client has to send `serve` a request's headers and body; a slower one's connection is "
+        "closed (slowloris)"))
     serve_token: SecretStr | None = Field(default=None, description=(
         f"Every request to `serve` must carry it ({MIN_SERVE_TOKEN}+ characters); needed to serve beyond the loopback"))
     serve_allowed_hosts: Annotated[list[str], NoDecode] = Field(default=[], description=(

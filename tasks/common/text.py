@@ -165,13 +165,18 @@ def counted(number: int, noun: str, plural: str | None = None) -> str:
 
 
 def printable(text: str) -> str:
-    """Untrusted text as a terminal may show it: without control characters
-    (an escape sequence in a web page would retitle or clear the terminal)
-    or the bidirectional overrides that reorder what is shown."""
+    """Untrusted text as a person may be shown it (a terminal, report.md,
+    report.html, the page, Prefect's UI): without control characters other
+    than tab and newline (an escape sequence in a web page would retitle or
+    clear the terminal) and without the bidirectional controls that reorder
+    what is shown (U+202E before "gnp.exe" makes it read "exe.png")."""
     return _CONTROLS.sub("", text)
 
 
-_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# C0 but tab and newline, DEL and C1; the bidirectional embeddings and
+# overrides (U+202A-U+202E), isolates (U+2066-U+2069) and marks (U+200E,
+# U+200F, U+061C).
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
 
 
 # A Chinese character reads as two thirds of an English word (TREC's RAG

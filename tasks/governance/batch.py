@@ -5,14 +5,17 @@ A question file is CSV with a `question` column (and optional `library`,
 question per line: told apart by the extension (.csv, .jsonl, .txt) or else
 by the content. A file that cannot be used at all (not UTF-8, an unknown
 column or key, no question column) raises QuestionFileError naming the line;
-a row that can be skipped (empty, a bad value, a question asked twice) is
-one note, and the other rows still run."""
+a row that can be skipped (empty, a bad value, a control character in the
+question, a question asked twice) is one note, and the other rows still run.
+Lines end at a line feed or carriage return only: a control character
+inside a line is that line's problem, not the start of another line."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
+import re
 from pathlib import Path
 
 from schemas.batch import (COLUMNS, QuestionFile, QuestionFileError, QuestionRow, provider_list,
@@ -21,6 +24,11 @@ from tasks.common.settings import Settings
 from tasks.lake.catalog import Catalog, open_catalog
 
 FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".txt": "txt"}
+# Control characters but tab, line feed and carriage return (which a CSV
+# cell may hold for a question written on several lines): NUL, escapes,
+# DEL and C1 have no place in a question and would reach the reports.
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_LINE_END = re.compile("\r\n|\r|\n")
 
 
 def read_questions(path: Path) -> QuestionFile:
@@ -76,13 +84,16 @@ def _sniffed(text: str) -> str:
     return "txt"
 
 
+def _lines(text: str) -> list[str]:
+    """The file's lines (its text ends with one line end); str.splitlines()
+    would also end a line at a form feed, U+001C-U+001E, U+0085 or U+2028."""
+    return _LINE_END.split(text.removesuffix("\n"))
+
+
 def _text_rows(name: str, text: str) -> tuple[list[QuestionRow], list[str]]:
     rows, notes = [], []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if line.strip():
-            rows.append(QuestionRow(number, line.strip()))
-        else:
-            notes.append(f"{name} row {number}: empty, skipped")
+    for number, line in enumerate(_lines(text), start=1):
+        _add_row(name, number, {"question": line}, rows, notes)
     return rows, notes
 
 
@@ -112,7 +123,7 @@ def _csv_rows(name: str, text: str) -> tuple[list[QuestionRow], list[str]]:
 
 def _jsonl_rows(name: str, text: str) -> tuple[list[QuestionRow], list[str]]:
     rows, notes = [], []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(_lines(text), start=1):
         if not line.strip():
             notes.append(f"{name} row {number}: empty, skipped")
             continue
@@ -145,6 +156,8 @@ def _add_row(name: str, number: int, values: dict, rows: list[QuestionRow], note
     try:
         if not isinstance(question, str):
             raise ValueError(f"question must be text, not {question!r}")
+        if control := _CONTROL.search(question):
+            raise ValueError(f"the question holds a control character (U+{ord(control.group()):04X})")
         library = values.get("library") or None
         if library is not None and not isinstance(library, str):
             raise ValueError(f"library must be a folder name, not {library!r}")

@@ -9,16 +9,19 @@ Parquet file under `exports/<table>/task_id=<task>/data.parquet` (hive
 layout: the task id comes from the folder, not the file), rewritten whole
 after every change to the task and swapped in at once — a reader sees the
 task's old rows or its new ones, never half of them and never both. A task
-with no rows left has no file.
+with no rows left has no file. The folders are written without following a
+link anyone planted in them (tasks/lake/own_folders.py).
 """
 
 from __future__ import annotations
 
 import io
+import sys
 
 import pyarrow.parquet as pq
 
 from tasks.lake.catalog import Catalog
+from tasks.lake.own_folders import NotOurFolder
 from tasks.lake.sqlfiles import sql
 
 EXPORTS_FOLDER = "exports"
@@ -31,16 +34,30 @@ def export_key(table: str, task_id: str) -> str:
     return f"{EXPORTS_FOLDER}/{table}/task_id={task_id}/data.parquet"
 
 
-def refresh_exports(catalog: Catalog, task_id: str, tables: tuple[str, ...] = EXPORTED) -> None:
+def refresh_exports(catalog: Catalog, task_id: str, tables: tuple[str, ...] = EXPORTED, *,
+                    strict: bool = False) -> None:
     """Rewrite the task's Parquet copy of each table from what the catalog
-    holds now (call after the change committed)."""
+    holds now (call after the change committed). A symbolic link planted on
+    the way (exports/<table>, exports/.staging, the task's folder) is never
+    written or deleted through: that copy is skipped with a warning on stderr
+    — the change itself is committed — or, when `strict`, NotOurFolder."""
     for table in tables:
-        rows = catalog.con.execute(sql(f"export_{table}"), [task_id]).to_arrow_table()
-        rows = rows.drop_columns(["task_id"])
-        if rows.num_rows:
-            catalog.lake.write_bytes(export_key(table, task_id), _parquet(rows), staging=STAGING)
-        else:
-            catalog.lake.delete(export_key(table, task_id))
+        try:
+            _export(catalog, table, task_id)
+        except NotOurFolder as refused:
+            if strict:
+                raise
+            print(f"warning: the {table} export of task {task_id} was not written: {refused.line}",
+                  file=sys.stderr)
+
+
+def _export(catalog: Catalog, table: str, task_id: str) -> None:
+    rows = catalog.con.execute(sql(f"export_{table}"), [task_id]).to_arrow_table()
+    rows = rows.drop_columns(["task_id"])
+    if rows.num_rows:
+        catalog.lake.replace_own_file(export_key(table, task_id), _parquet(rows), staging=STAGING)
+    else:
+        catalog.lake.delete_own_file(export_key(table, task_id))
 
 
 def _parquet(rows) -> bytes:

@@ -13,7 +13,6 @@ tasks.lake.arrivals.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections import defaultdict
@@ -78,7 +77,8 @@ def land_files(catalog: Catalog, paths: Iterable[str | Path], *, task_id: str | 
     report = LandingReport(refused=list(missing))
     roots = library_roots([catalog.settings.library, *libraries])
     with commit_scope(f"ingest {counted(len(files) + len(missing), 'file')}"):
-        report.merge(land_submissions(catalog, read_submissions(files), task_id=task_id, replace=replace,
+        submissions = read_submissions(files, max_bytes=catalog.settings.max_bundle_bytes)
+        report.merge(land_submissions(catalog, submissions, task_id=task_id, replace=replace,
                                       batch_items=batch_items, workers=workers_for(files), file_roots=roots))
     return report
 
@@ -106,7 +106,7 @@ def land_submissions(catalog: Catalog, submissions: Iterable[Submission | Refusa
     try:
         for outcome in prepared(submissions, task_id, workers, file_roots):
             if isinstance(outcome, Refusal):
-                refused.append(outcome)
+                refused.append(outcome.trimmed())  # a refused file's head is all it keeps
                 continue
             batch.append(outcome)
             size += outcome.header.item_count
@@ -274,16 +274,15 @@ def _drop_raced_duplicates(catalog: Catalog, keys: set[tuple[str, str]]) -> None
 
 
 def _put_quarantined(write: LakeWrite, refusal: Refusal) -> str | None:
-    if refusal.raw is None:
+    """The refused file's head (the whole of a small file) under quarantine/,
+    named by the hash of the whole file."""
+    kept = refusal.trimmed()
+    if kept.raw is None:
         return None
     suffix = Path(refusal.source).suffix[:10] if "." in Path(refusal.source).name else ".json"
-    key = Lake.quarantine_key(_sha(refusal.raw), suffix or ".json")  # type: ignore[arg-type]
-    write.put(key, refusal.raw)
+    key = Lake.quarantine_key(kept.file_sha256, suffix or ".json")  # type: ignore[arg-type]
+    write.put(key, kept.raw)
     return key
-
-
-def _sha(raw: bytes | None) -> str | None:
-    return hashlib.sha256(raw).hexdigest() if raw is not None else None
 
 
 def _record_replaced(cat: Catalog, write: LakeWrite, replacing: list[tuple[ReadyBundle, dict]]) -> None:
@@ -301,7 +300,8 @@ def _record_replaced(cat: Catalog, write: LakeWrite, replacing: list[tuple[Ready
 def _record_quarantined(cat: Catalog, quarantined: list[tuple[Refusal, str | None]]) -> None:
     for refusal, stored in quarantined:
         cat.run("quarantine_add", {
-            "source_path": refusal.source, "stored_path": stored, "sha256": _sha(refusal.raw),
+            "source_path": refusal.source, "stored_path": stored, "sha256": refusal.file_sha256,
+            "size_bytes": refusal.file_size,
             "task_id": refusal.task_id, "query_id": refusal.query_id, "reason": refusal.reason,
             "field": refusal.field, "item_index": refusal.item_index, "message": refusal.message,
             "errors": json.dumps(list(refusal.errors)),

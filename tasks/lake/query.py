@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import math
+import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -211,11 +212,43 @@ def _short_time(value: datetime) -> str:
 
 
 def to_csv(result: QueryResult) -> str:
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(result.columns)
-    writer.writerows(text_rows(result))
-    return out.getvalue()
+    """The rows as CSV, text cells a spreadsheet would run as a formula made
+    inert (see inert_cell)."""
+    types = _types(result)
+    rows = ([inert_cell(cell) if isinstance(value, str) and not _is_json(dtype) else cell
+             for value, cell, dtype in zip(row, cells, types)]
+            for row, cells in zip(result.rows, text_rows(result)))
+    return "".join(_csv_lines([[inert_cell(name) for name in result.columns], *rows]))
+
+
+def _csv_lines(rows) -> Iterator[str]:
+    """Each row as a CSV line ending in "\n". The csv module quotes a cell
+    holding a character of its line terminator, so rows are written ended
+    with "\r\n" and given "\n" instead: a cell holding a carriage return is
+    quoted, and read back as one cell (with "\n" alone it was not)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\r\n")
+    for row in rows:
+        buffer.seek(0)
+        buffer.truncate()
+        writer.writerow(row)
+        yield buffer.getvalue()[:-2] + "\n"
+
+
+# A spreadsheet opening a CSV file runs a cell that starts with one of these
+# as a formula (=HYPERLINK(...), +cmd|...): OWASP's CSV injection rule.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_PLAIN_NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
+
+
+def inert_cell(text: str | None) -> str | None:
+    """A text cell as a spreadsheet may open it: one starting like a formula
+    gets a single quote before it (which spreadsheets show as text). A cell
+    that is only a number (-5, +1.5e3) is left as it is, and so is every
+    cell of a number column: only text is quoted."""
+    if text and text.startswith(_FORMULA_START) and not _PLAIN_NUMBER.fullmatch(text):
+        return "'" + text
+    return text
 
 
 def to_json(result: QueryResult) -> str:

@@ -1,11 +1,16 @@
 """Refusals: why a submitted bundle does not land, as a machine-readable
 reason (missing_field, not_json, unsafe_url, duplicate_key, …), the field
 and item it concerns, and every error found, taken from pydantic's
-validation errors or from the failure that stopped a check."""
+validation errors or from the failure that stopped a check.
+
+Quarantine keeps the first KEPT_HEAD_BYTES of a refused file, with the
+size and SHA-256 of the whole file: enough to see what was sent and to
+match it with the sender's copy, never a copy as large as what was sent."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import hashlib
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import jiter
@@ -15,6 +20,8 @@ from schemas.urls import UnsafeURL
 
 if TYPE_CHECKING:
     from tasks.lake.validation import Submission
+
+KEPT_HEAD_BYTES = 64 << 10
 
 
 @dataclass(frozen=True)
@@ -27,7 +34,26 @@ class Refusal:
     task_id: str | None = None
     query_id: str | None = None
     errors: tuple[dict, ...] = ()
-    raw: bytes | None = None
+    raw: bytes | None = None  # what was read of the file (None: it was not read)
+    size: int | None = None  # of the whole file, when `raw` holds only its head
+    sha256: str | None = None  # of the whole file, when `raw` holds only its head
+
+    @property
+    def file_size(self) -> int | None:
+        return self.size if self.size is not None else (len(self.raw) if self.raw is not None else None)
+
+    @property
+    def file_sha256(self) -> str | None:
+        if self.sha256 is not None:
+            return self.sha256
+        return hashlib.sha256(self.raw).hexdigest() if self.raw is not None else None
+
+    def trimmed(self) -> "Refusal":
+        """The refusal keeping only what quarantine keeps of the file: its
+        head, with the size and hash of all of it."""
+        if self.raw is None or len(self.raw) <= KEPT_HEAD_BYTES:
+            return self
+        return replace(self, raw=self.raw[:KEPT_HEAD_BYTES], size=self.file_size, sha256=self.file_sha256)
 
     def line(self) -> str:
         where = f" {self.field}" if self.field else ""

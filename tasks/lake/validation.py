@@ -33,8 +33,8 @@ from schemas import rows
 from schemas.bundle import FAST_BUNDLE, SearchResultBundle
 from schemas.timestamps import to_utc
 from schemas.urls import file_url_path, source_id_for
-from tasks.common.untrusted_files import FileRefused, is_utf8_name, printable_path, read_file_inside
-from tasks.lake.refusals import Refusal, failure_refusal, refusal_from_errors, shape_refusal
+from tasks.common.untrusted_files import FileRefused, FileTooLarge, is_utf8_name, printable_path, read_file_inside
+from tasks.lake.refusals import KEPT_HEAD_BYTES, Refusal, failure_refusal, refusal_from_errors, shape_refusal
 
 @dataclass(frozen=True)
 class Submission:
@@ -138,18 +138,32 @@ def json_files_below(folder: Path, skip: Iterable[Path] = ()) -> list[Path]:
     return sorted(found)
 
 
-def read_submissions(files: Iterable[InputFile]) -> Iterator[Submission | Refusal]:
+def read_submissions(files: Iterable[InputFile], max_bytes: int | None = None) -> Iterator[Submission | Refusal]:
+    """Each file's bytes, or its refusal. A file larger than `max_bytes` is
+    refused by its size before it is read; quarantine keeps its head."""
     for file in files:
         source = str(file.path)
         if not is_utf8_name(source):  # a name no log line, JSON document or catalog column can hold
             yield Refusal(printable_path(source), "bad_file_name", "file name is not valid UTF-8")
             continue
         try:
-            yield Submission(source, read_file_inside(file.folder, file.path.relative_to(file.folder)))
+            yield Submission(source, read_file_inside(file.folder, file.path.relative_to(file.folder),
+                                                      max_bytes=max_bytes, keep_head=KEPT_HEAD_BYTES))
+        except FileTooLarge as refused:
+            yield _too_large(source, refused)
         except FileRefused as refused:  # never read, so never copied into quarantine either
             yield Refusal(source, "unsafe_file", str(refused))
         except OSError as exc:
             yield Refusal(source, "unreadable", exc.strerror or str(exc))
+
+
+def _too_large(source: str, refused: FileTooLarge) -> Refusal:
+    message = (f"the file holds {refused.size:,} bytes, more than the limit of {refused.limit:,} "
+               "(SEARCHLAKE_MAX_BUNDLE_BYTES)")
+    head = refused.head
+    return Refusal(source, "too_large", message, raw=head.head if head else None,
+                   size=head.size if head else refused.size, sha256=head.sha256 if head else None,
+                   errors=({"field": "", "type": "too_large", "message": message},))
 
 
 # -- validating -------------------------------------------------------------

@@ -16,8 +16,8 @@ Starlette (with sse-starlette for the stream) under uvicorn. It binds to
 127.0.0.1 unless told otherwise, and beyond the loopback only with
 SEARCHLAKE_SERVE_TOKEN set: every request must then carry the token. It
 answers only requests addressed to its allowed host names
-(SEARCHLAKE_SERVE_ALLOWED_HOSTS, DNS rebinding) and refuses form posts from
-other sites (tasks/progress/web/guards.py).
+(SEARCHLAKE_SERVE_ALLOWED_HOSTS, DNS rebinding) and refuses requests from
+other sites that change something (tasks/progress/web/guards.py).
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from starlette.routing import Route
 from tasks.common.settings import Settings, secret_value
 from tasks.lake.files import run_logs_root
 from tasks.progress.events import events_path, follow_events, list_runs
+from tasks.progress.request_deadline import with_request_deadline
 from tasks.progress.web.app import Launcher, page_routes
 from tasks.progress.web.guards import Access, protect
 from tasks.common.errors import UserError
@@ -163,11 +164,13 @@ class WebServer:
     """uvicorn serving the app on an already bound socket, in this thread
     (`serve_forever`) or in a background one (`start`/`stop`, for tests)."""
 
-    def __init__(self, app: Starlette, sock: socket.socket):
+    def __init__(self, app: Starlette, sock: socket.socket, request_timeout: float):
         self.sock = sock
         self.activity = Activity(app)
+        # a request's headers and body must arrive within request_timeout (slowloris)
         self.server = uvicorn.Server(uvicorn.Config(self.activity, log_level="warning", lifespan="off",
-                                                    timeout_graceful_shutdown=1))
+                                                    timeout_graceful_shutdown=1,
+                                                    http=with_request_deadline(request_timeout)))
         self.thread: threading.Thread | None = None
         self.stopped_idle = False
 
@@ -224,7 +227,7 @@ def make_server(settings: Settings, host: str | None = None, port: int | None = 
         raise ServeError(f"serving on {host} needs SEARCHLAKE_SERVE_TOKEN (every request must then carry it); "
                          "without one, serve on 127.0.0.1")
     sock = bind(host, port)
-    return WebServer(build_app(settings, launcher, host=host, **options), sock)
+    return WebServer(build_app(settings, launcher, host=host, **options), sock, settings.serve_request_timeout)
 
 
 def _is_loopback(host: str) -> bool:

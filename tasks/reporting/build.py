@@ -21,7 +21,7 @@ from schemas.report import (
     ResearchReport,
     SynthesisResult,
 )
-from tasks.reporting.layout import answer_of, dimension_groups, figure, unique_citations
+from tasks.reporting.layout import answer_of, dimension_groups, displayed, figure, unique_citations
 from tasks.reporting.markdown import render_markdown_text
 from tasks.synthesis.labels import labels
 
@@ -107,7 +107,7 @@ def build_report(synthesis: SynthesisResult, blueprint: ModelBlueprint | None = 
         insightCount=len(synthesis.synthesized_insights), noCitations=not sources,
         tokens=synthesis.tokens + (blueprint.metadata.tokens if blueprint else 0),
         warnings=[*synthesis.warnings, *(blueprint.metadata.warnings if blueprint else [])])
-    markdown = render_markdown_text(synthesis, blueprint, sources, meta)
+    markdown = render_markdown_text(*displayed((synthesis, blueprint, sources, meta)))
     report_ms = int((time.monotonic() - started) * 1000)
     meta.stepDurationsMs = {"synthesis": synthesis.duration_ms, "modeling": model_ms, "reporting": report_ms}
     meta.durationMs = synthesis.duration_ms + model_ms + report_ms

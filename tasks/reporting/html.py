@@ -15,6 +15,7 @@ from schemas.report import Citation, ModelBlueprint, ReportSource, ResearchRepor
 from tasks.synthesis.labels import labels
 from tasks.reporting.layout import (
     dimension_groups,
+    displayed,
     figure,
     linkable,
     source_numbers,
@@ -168,6 +169,7 @@ def _html_changes(meta) -> str:
 
 def render_html(report: ResearchReport) -> str:
     """A self-contained page: inline CSS, no scripts, no external assets."""
+    report = displayed(report)
     s = report.synthesis or SynthesisResult(question=report.metadata.question, language=report.metadata.language)
     lab = labels(s.language)
     numbers = source_numbers(report.sources)

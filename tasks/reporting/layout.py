@@ -1,6 +1,7 @@
 """What report.md and report.html share, so the two show the same report:
-the reading order of the insights, one citation per source in an item, how
-a figure is written, and which URLs may become links.
+the text as people may be shown it, the reading order of the insights, one
+citation per source in an item, how a figure is written, and which URLs
+may become links.
 
 Its own module so that tasks.reporting.report (which builds the report and publishes
 the HTML too) and tasks.reporting.html can both use it without importing each
@@ -10,10 +11,16 @@ other.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TypeVar
+
+from pydantic import BaseModel
 
 from schemas.report import Citation, Insight, ReportSource, SynthesisResult
 from schemas.urls import url_scheme
+from tasks.common.text import printable
 from tasks.synthesis.labels import labels
+
+T = TypeVar("T")
 
 LINK_SCHEMES = frozenset({"http", "https", "file"})
 
@@ -85,3 +92,25 @@ def answer_groups(s: SynthesisResult) -> list[tuple[str | None, list[Insight]]]:
 
 def figure(value: float, unit: str) -> str:
     return f"{value:g}{unit}" if unit in ("%", "x") or not unit.isascii() else f"{value:g} {unit}".strip()
+
+
+def displayed(value: T) -> T:
+    """A copy of a report (or any part of one) as people are shown it: every
+    text in it without control characters or bidirectional controls
+    (tasks.common.text.printable), which documents may hold and which would
+    reorder or hide what a reader sees. report.md, report.html and the
+    terminal are rendered from it; the report itself, its JSON and the
+    lake keep the text as stored, so a quote still equals its source's
+    text between its offsets."""
+    if isinstance(value, str):
+        return printable(value)  # type: ignore[return-value]
+    if isinstance(value, BaseModel):
+        copy = value.model_copy(update={name: displayed(getattr(value, name)) for name in type(value).model_fields})
+        if copy.__pydantic_extra__:  # metadata a report carries beside its fields (a watch's changes)
+            copy.__pydantic_extra__ = displayed(copy.__pydantic_extra__)
+        return copy  # type: ignore[return-value]
+    if isinstance(value, list | tuple):
+        return type(value)(displayed(item) for item in value)  # type: ignore[return-value]
+    if isinstance(value, dict):
+        return {key: displayed(item) for key, item in value.items()}  # type: ignore[return-value]
+    return value

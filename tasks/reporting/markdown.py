@@ -4,7 +4,10 @@ characters, and only http(s)/file URLs ever become links."""
 
 from __future__ import annotations
 
+import re
+
 from schemas.report import Citation, ModelBlueprint, ReportMetadata, ReportSource, SynthesisResult
+from tasks.common.text import printable
 from tasks.reporting.layout import (
     dimension_groups,
     figure,
@@ -18,13 +21,20 @@ from tasks.reporting.layout import (
 from tasks.synthesis.labels import labels
 
 
-_MD_SPECIAL = str.maketrans({c: f"\\{c}" for c in "\\`*_[]<>|#"})
+_MD_SPECIAL = str.maketrans({c: f"\\{c}" for c in "\\`*_[]<>|#!~"})
+# What a GitHub-flavoured renderer (Prefect's UI) turns into a link by
+# itself: a bare scheme://, www. or address@host. A backslash before the
+# colon, the dot or the @ keeps the text as it reads and forms no link.
+_AUTOLINK = re.compile(r"(?<=[A-Za-z0-9]):(?=//)|(?<=(?<![A-Za-z0-9])[Ww]{3})\.|@")
 
 
 def md_text(text: str) -> str:
-    """Untrusted text made inert in Markdown: one line, specials escaped (a
-    title like <script> stays text in any renderer)."""
-    return " ".join((text or "").split()).translate(_MD_SPECIAL)
+    """Untrusted text made inert in Markdown: one line, no control or
+    bidirectional characters, specials escaped, so that no renderer forms
+    an image, a link or HTML of it (a title like <script> or
+    ![x](http://…/p.png) stays text)."""
+    line = " ".join(printable(text or "").split()).translate(_MD_SPECIAL)
+    return _AUTOLINK.sub(lambda found: "\\" + found.group(), line)
 
 
 def md_url(url: str) -> str:

@@ -13,12 +13,13 @@ from rich.cells import cell_len
 
 from schemas.report import ResearchReport
 from tasks.common.text import CJK_CHARS, printable
-from tasks.reporting.layout import answer_groups, answer_of, caution, unique_citations
+from tasks.reporting.layout import answer_groups, answer_of, caution, displayed, unique_citations
 from tasks.synthesis.labels import labels
 
 
 
 def answer_lines(report: ResearchReport, width: int = 80) -> list[str]:
+    report = displayed(report)
     synthesis = report.synthesis
     if synthesis is None:
         return []

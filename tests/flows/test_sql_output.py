@@ -172,3 +172,34 @@ def test_wrap_keeps_line_breaks_so_a_plan_reads_as_drawn(cli):
 def test_json_keeps_every_column_of_a_repeated_name(cli):
     done = cli.run("sql", "select 1 as a, 2 as a", "--format", "json")
     assert json.loads(done.stdout) == [{"a": 1, "a_1": 2}]
+
+
+FORMULAS = ("select '=HYPERLINK(\"http://evil.example\",\"x\")' as f, '+cmd|'' /C calc''!A0' as p, "
+            "'-2+3' as m, '@SUM(A1)' as a, chr(9) || '=1' as t, "
+            "-5 as n, -2.5::double as d, -1.25::decimal(5, 2) as dec, '-7' as text_number, "
+            "'plain' as ok, 'a=b' as inside, 1 as \"=col\"")
+
+
+def test_csv_cells_a_spreadsheet_would_run_as_formulas_are_quoted_but_numbers_stay_numbers(cli):
+    done = cli.run("sql", FORMULAS, "--format", "csv")
+    assert done.returncode == 0, done.stderr
+    header, row = list(csv.reader(io.StringIO(done.stdout, newline="")))
+    assert header[-1] == "'=col"
+    cell = dict(zip(header, row))
+    assert (cell["f"], cell["p"], cell["m"], cell["a"]) == (
+        "'=HYPERLINK(\"http://evil.example\",\"x\")", "'+cmd|' /C calc'!A0", "'-2+3", "'@SUM(A1)")
+    assert cell["t"] == "'\t=1"
+    # numbers, negative ones included, stay numbers; so does text that is only a number
+    assert (cell["n"], cell["d"], cell["dec"], cell["text_number"]) == ("-5", "-2.5", "-1.25", "-7")
+    assert (cell["ok"], cell["inside"]) == ("plain", "a=b")
+
+
+def test_a_csv_cell_starting_with_a_carriage_return_is_quoted_and_stays_one_cell():
+    import duckdb
+
+    from tasks.lake.query import QueryResult, to_csv
+    cursor = duckdb.connect().execute("select chr(13) || '=1+1' as r, 'x' || chr(13) || 'y' as inside")
+    result = QueryResult([d[0] for d in cursor.description], cursor.fetchall(), [d[1] for d in cursor.description])
+    written = to_csv(result)
+    assert list(csv.reader(io.StringIO(written, newline=""))) == [["r", "inside"], ["'\r=1+1", "x\ry"]]
+    assert written.endswith('"\n') and "\r\n" not in written  # lines end in a line feed, as before

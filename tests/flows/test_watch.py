@@ -202,9 +202,66 @@ def test_bad_input_is_one_line_and_a_failure(cli, args, said):
     assert done.returncode != 0 and error_lines(done.stderr) == [said], done.stderr
 
 
+SINCE_ACCEPTS = ("a date or time from 0001-01-02 to 9999-12-30 (2026-11-24, 2026-11-24T08:00) or a span back "
+                 "of at most 36500d (6h, 2d)")
+
+
+@pytest.mark.parametrize("since", ["0001-01-01", "0001-01-01T00:00+01:00", "9999-12-31T23:59-05:00",
+                                   "36501d", "99999999999d", "9999999999999999999999s"])
+def test_a_since_out_of_range_is_one_line_saying_what_it_takes(cli, since):
+    done = cli.run("changes", "--topic", "notes", "--since", since)
+    assert done.returncode == 2
+    assert done.stderr == f"error: --since {since!r} is out of range: it takes {SINCE_ACCEPTS}\n"
+
+
+@pytest.mark.parametrize("since", ["0001-01-02", "9999-12-30T23:59", "36500d", "0s"])
+def test_a_since_at_the_ends_of_its_range_is_taken(cli, since):
+    done = cli.run("changes", "--topic", "notes", "--since", since)
+    assert error_lines(done.stderr) == ["error: no watch or topic named 'notes' (searchlake watch list shows "
+                                        "the watches)"]  # the value was taken; the topic is what is missing
+
+
 def test_without_watches_list_says_so_and_changes_names_the_unknown_topic(cli):
     listed = cli.run("watch", "list")
     assert listed.returncode == 0 and "no watch yet" in listed.stderr
     changes = cli.run("changes", "--topic", "notes")
     assert changes.returncode == 2 and error_lines(changes.stderr) == [
         "error: no watch or topic named 'notes' (searchlake watch list shows the watches)"], changes.stderr
+
+
+# -- what Prefect's UI renders of a question ---------------------------------------
+
+PIXEL = "http://example.com/p.png"
+HOSTILE_QUESTIONS = {
+    "markdown image": f"How do panels age? ![x]({PIXEL})",
+    "html image": f'How do panels age? <img src="{PIXEL}">',
+    "link": f"How do panels age? [read this]({PIXEL})",
+    "bare url": f"How do panels age? {PIXEL} www.example.com/p.png owner@example.com",
+}
+
+
+@pytest.mark.parametrize("question", HOSTILE_QUESTIONS.values(), ids=HOSTILE_QUESTIONS.keys())
+def test_a_questions_markdown_forms_no_image_or_link_where_prefect_renders_it(question):
+    markdown_it = pytest.importorskip("markdown_it")
+    from flows.watch import round_markdown
+    from flows.watch_schedule import deployment_description
+    from schemas.watch import Change, Watch
+    from tasks.reporting.build import build_report
+    from tasks.synthesis.synthesizer import synthesize
+    from tests.report_helpers import make_sources
+
+    watch = Watch(name="panels", question=question, interval_seconds=3600)
+    renderer = markdown_it.MarkdownIt("commonmark")  # CommonMark with raw HTML allowed, as Prefect's UI
+    report = build_report(synthesize(make_sources(), question, None), None, task_id="t1")  # the report artifact
+    change = Change("source_added", url="https://a.example/", title=question, new_rank=1)
+    for name, markdown in {"deployment description": deployment_description(watch),
+                           "round artifact": round_markdown(watch, 2, "Round 2, since round 1: 1 new source.",
+                                                            [change]),
+                           "report artifact": report.markdown}.items():
+        html = renderer.render(markdown)
+        assert "<img" not in html, name
+        assert f'href="{PIXEL}"' not in html and 'href="http://www.example.com' not in html, name
+        # no bare URL, www. or address left for a GitHub-flavoured renderer to make a link of
+        bare = markdown.replace("\\://", "").replace("www\\.", "").replace("\\@", "")
+        assert "://example.com" not in bare and "www.example" not in bare and "@example" not in bare, name
+        assert "example.com/p.png" in html, name  # the question still reads as it was written

@@ -161,3 +161,35 @@ def test_a_questions_task_id_is_stable_valid_and_its_own():
 def test_a_bad_batch_name_is_refused(name, words):
     with pytest.raises(ValueError, match=words):
         check_batch_name(name)
+
+
+# -- control characters -----------------------------------------------------------------
+
+@pytest.mark.parametrize("name, text, row", [
+    ("q.txt", "What is a kWh?\nHow do\x00 panels age?\nIs solar cheap?\n", 2),
+    ("q.txt", "What is a kWh?\nHow do\x1b[31m panels age?\nIs solar cheap?\n", 2),
+    ("q.txt", "What is a kWh?\nHow do\x1c panels age?\nIs solar cheap?\n", 2),  # not a line end either
+    ("q.csv", 'question,target\nWhat is a kWh?,\n"How do\x00 panels age?",2\nIs solar cheap?,\n', 3),
+    ("q.jsonl", '{"question": "What is a kWh?"}\n{"question": "How do\\u0000 panels age?"}\n'
+                '{"question": "Is solar cheap?"}\n', 2),
+    ("q.jsonl", '{"question": "What is a kWh?"}\n{"question": "How do\\u009b panels age?"}\n'
+                '{"question": "Is solar cheap?"}\n', 2),
+], ids=["nul", "escape", "file-separator", "csv-nul", "jsonl-nul", "jsonl-c1"])
+def test_a_question_with_a_control_character_is_skipped_in_one_line_and_the_others_run(tmp_path, name, text, row):
+    found = read_questions(write(tmp_path, name, text))
+    assert [r.question for r in found.rows] == ["What is a kWh?", "Is solar cheap?"]
+    assert len(found.notes) == 1
+    assert found.notes[0].startswith(f"{name} row {row}: the question holds a control character (U+")
+    assert found.notes[0].endswith(", skipped") and "\n" not in found.notes[0]
+
+
+def test_a_question_on_several_lines_of_a_csv_cell_is_taken(tmp_path):
+    found = read_questions(write(tmp_path, "q.csv", 'question\n"How do panels\r\nage in\theat?"\n'))
+    assert [" ".join(r.question.split()) for r in found.rows] == ["How do panels age in heat?"]
+    assert found.notes == []
+
+
+def test_a_deployments_question_with_a_control_character_is_skipped(tmp_path):
+    found = rows_of_records(["What is a kWh?", "NUL\x00here", {"question": "bell\x07"}])
+    assert [r.question for r in found.rows] == ["What is a kWh?"]
+    assert [note.split(":")[0] for note in found.notes] == ["questions row 2", "questions row 3"]

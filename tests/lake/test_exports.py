@@ -5,10 +5,12 @@ replaced bundles and compaction — the lake's own table folders do not
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import polars as pl
 import pyarrow.dataset as ds
+import pytest
 
 from tasks.lake.catalog import open_catalog
 from tasks.lake.compaction import compact
@@ -95,3 +97,66 @@ def test_export_writes_the_copies_of_a_lake_made_before_them_and_refuses_an_unkn
     same_rows(lake, "consolidated")
     refused = cli.run("export", "--task-id", "nope")
     assert refused.returncode == 2 and refused.stderr == "error: no bundles have landed for task 'nope'\n"
+
+
+# -- links planted in the exports folder -------------------------------------------
+
+def tree_state(folder: Path) -> dict[str, tuple]:
+    """Every entry below a folder (and the folder itself) with its bytes and
+    modification time: a file created and removed again changes its folder's."""
+    state = {".": ("folder", folder.stat().st_mtime_ns)}
+    for path in sorted(folder.rglob("*")):
+        kind = path.read_bytes() if path.is_file() else "folder"
+        state[str(path.relative_to(folder))] = (kind, path.stat().st_mtime_ns)
+    return state
+
+
+@pytest.fixture
+def outside(tmp_path) -> Path:
+    """A folder beyond the lake, holding what a planted link would have overwritten or deleted."""
+    folder = tmp_path / "outside"
+    for relative in ("data.parquet", "task_id=t1/data.parquet"):
+        (folder / relative).parent.mkdir(parents=True, exist_ok=True)
+        (folder / relative).write_bytes(b"not searchlake's")
+    return folder
+
+
+PLANTED = {  # where a link is planted: the table's folder, the staging folder, a task's folder
+    "table": "consolidated", "staging": ".staging", "task": "consolidated/task_id=t1",
+    "emptied task": "error_log/task_id=t1",  # a task with no error rows: its copy is deleted
+}
+
+
+@pytest.mark.parametrize("where", PLANTED)
+def test_a_link_planted_in_exports_is_never_written_or_deleted_through(lake, inbox, new_bundle, new_item, outside,
+                                                                       capfd, where):
+    lake.ingest(inbox.write(new_bundle("q1", [new_item("https://a.example/1", 0.9)])))
+    link = Path(lake.root) / EXPORTS_FOLDER / PLANTED[where]
+    if link.exists():
+        shutil.rmtree(link)
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(outside, target_is_directory=True)
+    before = tree_state(outside)
+
+    lake.consolidate("t1")  # commits, then refreshes the task's copies
+
+    assert tree_state(outside) == before
+    assert link.is_symlink()
+    warned = [line for line in capfd.readouterr().err.splitlines() if line.startswith("warning:")]
+    assert warned and all(f"{EXPORTS_FOLDER}/" in line and "symbolic link" in line for line in warned)
+    assert lake.count("consolidated") == 1  # the work itself is committed
+
+
+def test_the_export_command_refuses_a_planted_link_in_one_line(cli, lake, inbox, new_bundle, new_item, outside):
+    lake.ingest(inbox.write(new_bundle("q1", [new_item("https://a.example/1", 0.9)])))
+    link = Path(lake.root) / EXPORTS_FOLDER / "bundles" / "task_id=t1"
+    shutil.rmtree(link)
+    link.symlink_to(outside, target_is_directory=True)
+    before = tree_state(outside)
+
+    done = cli.run("export", "--task-id", "t1")
+
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith(
+        f"error: {EXPORTS_FOLDER}/bundles/task_id=t1 in the lake is a symbolic link or a file, not a folder")
+    assert tree_state(outside) == before

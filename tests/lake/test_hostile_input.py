@@ -3,6 +3,7 @@ reason or it lands; the rest of its batch always lands."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -447,3 +448,67 @@ def test_a_link_named_on_the_command_line_is_read_only_inside_its_folder(cli, la
     assert [line for line in done.stderr.splitlines() if "passwd" in line] == [
         f"refused {inbox.folder / 'passwd.json'}: unsafe_file: {OUTSIDE}"]
     assert_secret_nowhere_under(Path(lake.settings.home))
+
+
+# -- sizes -----------------------------------------------------------------------
+
+HEAD = 64 << 10  # what quarantine keeps of a refused file
+
+
+def whole_file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while piece := handle.read(1 << 20):
+            digest.update(piece)
+    return digest.hexdigest()
+
+
+def test_a_file_over_the_size_limit_is_refused_unread_and_only_its_head_is_quarantined(cli, lake, inbox,
+                                                                                      new_bundle, new_item):
+    good = good_files(inbox, new_bundle, new_item, 2)
+    big = inbox.write(new_bundle("big", [new_item("https://big.example/")]), "big.json")
+    limit = 64 << 20  # the default SEARCHLAKE_MAX_BUNDLE_BYTES
+    os.truncate(big, limit + (36 << 20))  # sparse: cheap on disk, 100 MiB to whoever reads it
+
+    done = cli.run("ingest", str(inbox.folder))
+
+    assert done.returncode == 1 and "landed 2 bundles" in done.stdout
+    assert [line for line in done.stderr.splitlines() if "big.json" in line] == [
+        f"refused {big}: too_large: the file holds {big.stat().st_size:,} bytes, more than the limit of "
+        f"{limit:,} (SEARCHLAKE_MAX_BUNDLE_BYTES)"]
+    assert lake.rows("SELECT list(query_id ORDER BY query_id) FROM bundles")[0][0] == sorted(p.stem for p in good)
+    [row] = lake.dicts("SELECT * FROM quarantine")
+    assert (row["reason"], row["size_bytes"]) == ("too_large", big.stat().st_size)
+    assert row["sha256"] == whole_file_sha256(big)
+    kept = (lake.root / row["stored_path"]).read_bytes()
+    assert kept == big.read_bytes()[:HEAD]
+
+
+def test_the_size_limit_is_a_setting(cli, lake, inbox, new_bundle, new_item):
+    small = inbox.write(new_bundle("small", [new_item("https://s.example/")]))
+    done = cli.run("ingest", str(inbox.folder), SEARCHLAKE_MAX_BUNDLE_BYTES="1024")
+    assert done.returncode == 0 and "landed 1 bundles" in done.stdout
+    small.write_text(json.dumps(new_bundle("small", [new_item("https://s.example/", snippet="x" * 2000)])))
+    done = cli.run("ingest", str(small), "--replace", SEARCHLAKE_MAX_BUNDLE_BYTES="1024")
+    assert done.returncode == 1 and "too_large" in done.stderr and "limit of 1,024" in done.stderr
+
+
+@pytest.mark.parametrize("case", ["not_json", "invalid_value"])
+def test_quarantine_keeps_a_bounded_head_of_any_refused_file_with_its_hash_and_size(lake, inbox, new_bundle,
+                                                                                    new_item, case):
+    good = good_files(inbox, new_bundle, new_item, 2)
+    filler = "x" * 15_000  # 200 KiB and more in all: past what quarantine keeps, within the size limit
+    items = [new_item(f"https://f.example/{n}", snippet=filler) for n in range(15)]
+    if case == "invalid_value":
+        items[-1]["score_final"] = 7
+    text = json.dumps(new_bundle("filled", items))
+    bad = inbox.write_text(text if case == "invalid_value" else text[:-1] + "!!", "filled.json")
+    assert bad.stat().st_size > 3 * HEAD
+
+    report = lake.ingest(inbox.folder)
+
+    assert sorted(q for _, q, _ in report.landed) == sorted(p.stem for p in good)
+    assert [r.reason for r in report.refused] == [case]
+    [row] = lake.dicts("SELECT * FROM quarantine")
+    assert (row["sha256"], row["size_bytes"]) == (whole_file_sha256(bad), bad.stat().st_size)
+    assert (lake.root / row["stored_path"]).read_bytes() == bad.read_bytes()[:HEAD]

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import http.client
 import json
+import select
+import socket
 import threading
+import time
 
 import httpx
 import pytest
 
+from tasks.common.settings import Settings
 from tasks.progress.events import EventLog, ProgressTracker
 from tasks.progress.serve import make_server
 
@@ -214,7 +218,7 @@ def test_a_request_for_another_host_name_is_refused(page_server):
 
 
 def test_a_question_that_cannot_start_is_one_line_on_the_page(page_server):
-    response = httpx.post(page_server.url + "/research", timeout=10,
+    response = httpx.post(page_server.url + "/research", timeout=10, headers={"Origin": page_server.url},
                           data={"question": "solar panels", "providers": ["library", "goggle"]})
     assert response.status_code == 400
     assert "unknown provider &#39;goggle&#39;" in response.text or "unknown provider 'goggle'" in response.text
@@ -222,6 +226,83 @@ def test_a_question_that_cannot_start_is_one_line_on_the_page(page_server):
 
 
 def test_the_api_runs_nothing_for_a_caller_with_other_settings(page_server):
-    response = httpx.post(page_server.url + "/api/research", timeout=10,
+    response = httpx.post(page_server.url + "/api/research", timeout=10, headers={"Origin": page_server.url},
                           json={"question": "solar panels", "fingerprint": "not-these-settings"})
     assert response.status_code == 409
+
+
+# -- slow clients ------------------------------------------------------------------
+
+@pytest.fixture
+def impatient_server(settings, monkeypatch):
+    """A server that gives a request 1 s to arrive."""
+    monkeypatch.setenv("SEARCHLAKE_SERVE_REQUEST_TIMEOUT", "1")
+    with make_server(Settings(), "127.0.0.1", 0, poll=0.02, keepalive=0.2) as srv:
+        yield srv
+
+
+def connected(server) -> socket.socket:
+    return socket.create_connection(server.sock.getsockname()[:2], timeout=5)
+
+
+def closed_within(sock: socket.socket, seconds: float, trickle: bytes = b"") -> bool:
+    """Whether the server closes the connection within `seconds`, while the
+    client sends `trickle` a byte at a time, a byte every 0.2 s."""
+    deadline = time.monotonic() + seconds
+    pending = list(trickle)
+    while time.monotonic() < deadline:
+        readable, _, _ = select.select([sock], [], [], 0.2)
+        if readable:
+            try:
+                return sock.recv(4096) == b""
+            except ConnectionResetError:
+                return True
+        if pending:
+            try:
+                sock.send(bytes([pending.pop(0)]))
+            except (BrokenPipeError, ConnectionResetError):
+                return True
+    return False
+
+
+def test_a_client_that_sends_half_a_header_and_waits_is_cut_off(impatient_server):
+    with connected(impatient_server) as sock:
+        sock.sendall(b"GET /runs HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Wait: ")
+        assert closed_within(sock, 15)
+
+
+def test_a_client_that_trickles_its_header_is_cut_off(impatient_server):
+    with connected(impatient_server) as sock:
+        sock.sendall(b"GET /runs HTTP/1.1\r\n")
+        # a byte every 0.2 s: each would reset a timeout counted between bytes
+        assert closed_within(sock, 15, trickle=b"X-Slow: " + b"a" * 200)
+
+
+def test_a_client_that_never_sends_its_body_is_cut_off(impatient_server):
+    with connected(impatient_server) as sock:
+        sock.sendall(b"POST /api/research HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: http://127.0.0.1\r\n"
+                     b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"question\"")
+        assert closed_within(sock, 15)
+
+
+def test_a_connection_that_never_says_anything_is_cut_off(impatient_server):
+    with connected(impatient_server) as sock:
+        assert closed_within(sock, 15)
+
+
+def test_the_deadline_is_for_the_request_not_the_answer(impatient_server, settings):
+    """A request that arrived in time is served as long as its answer takes
+    (an event stream), and the connection serves the next request after."""
+    write_run(settings, finish=False)
+    started = time.monotonic()
+    pings = 0
+    with httpx.stream("GET", f"{impatient_server.url}/runs/t1/r1/events", timeout=5) as response:
+        for line in response.iter_lines():
+            pings += line.startswith(": ping")
+            if time.monotonic() - started > 3:  # three times the deadline
+                break
+    assert pings > 3
+    with httpx.Client(timeout=5) as client:  # one kept-alive connection
+        assert client.get(f"{impatient_server.url}/health").status_code == 200
+        time.sleep(0.5)
+        assert client.get(f"{impatient_server.url}/health").status_code == 200

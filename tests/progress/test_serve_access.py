@@ -16,6 +16,7 @@ from starlette.testclient import TestClient
 from tasks.common.settings import Settings
 from tasks.progress.handoff import fingerprint
 from tasks.progress.serve import ServeError, build_app, make_server
+from tasks.progress.web.guards import SESSION_COOKIE
 from tests.progress.test_serve_input import Recorder
 
 TOKEN = "correct-horse-battery-staple-42"
@@ -35,7 +36,9 @@ def with_token(settings, monkeypatch) -> Settings:
 
 def client_for(settings: Settings, launcher=None, host: str = "0.0.0.0", base: str = "http://127.0.0.1",
                owner_key: str | None = None) -> TestClient:
-    return TestClient(build_app(settings, launcher, host=host, owner_key=owner_key), base_url=base)
+    """A client sending what the page's own forms and scripts send: the server's Origin."""
+    return TestClient(build_app(settings, launcher, host=host, owner_key=owner_key), base_url=base,
+                      headers={"Origin": base})
 
 
 # -- binding ---------------------------------------------------------------------
@@ -123,6 +126,69 @@ def test_the_page_assets_need_no_token(with_token):
 def test_a_configured_token_is_asked_for_on_the_loopback_too(with_token):
     with client_for(with_token, host="127.0.0.1") as client:
         assert client.get("/runs").status_code == 401
+
+
+# -- requests from other sites ------------------------------------------------------
+
+NOT_FROM_HERE = {
+    "origin null": {"Origin": "null"},  # a sandboxed frame, a file: page, a redirect from elsewhere
+    "neither origin nor referer": {},
+    "another site's origin": {"Origin": "http://evil.example"},
+    "another site's referer": {"Referer": "http://evil.example/page"},
+    "origin null beside our referer": {"Origin": "null", "Referer": "http://127.0.0.1/"},
+}
+
+
+@pytest.mark.parametrize("headers", NOT_FROM_HERE.values(), ids=NOT_FROM_HERE.keys())
+def test_a_request_that_changes_something_must_come_from_the_servers_own_page(settings, recorder, headers):
+    with make_server(settings, "127.0.0.1", 0, recorder) as server:
+        for path in ("/research", "/ask"):
+            posted = httpx.post(server.url + path, data={"question": "solar"}, headers=headers, timeout=10)
+            assert posted.status_code == 403, path
+            assert "must come from this server's own page" in posted.text
+        api = httpx.post(server.url + "/api/research", headers=headers, timeout=10,
+                         json={"question": "solar", "fingerprint": fingerprint(settings)})
+        assert api.status_code == 403 and "must come from this server's own page" in api.json()["error"]
+        for method in ("PUT", "DELETE", "PATCH"):
+            assert httpx.request(method, server.url + "/research", headers=headers, timeout=10).status_code == 403
+        # reading stays as it was: a link from anywhere opens the page
+        assert httpx.get(server.url + "/", headers=headers, timeout=10).status_code == 200
+    assert recorder.started == []
+
+
+@pytest.mark.parametrize("header", ["Origin", "Referer"])
+def test_the_servers_own_page_may_change_things(settings, recorder, header):
+    with make_server(settings, "127.0.0.1", 0, recorder) as server:
+        named = server.url if header == "Origin" else server.url + "/"
+        posted = httpx.post(server.url + "/research", data={"question": "solar"}, headers={header: named},
+                            timeout=10)
+    assert posted.status_code == 303 and [r.question for r in recorder.started] == ["solar"]
+
+
+def test_a_program_with_the_servers_key_needs_no_origin(settings, recorder):
+    """`searchlake research` hands its run over with the owner's key and no
+    Origin: a program, not a browser (no other site can make a browser send it)."""
+    body = {"question": "solar", "fingerprint": fingerprint(settings)}
+    with make_server(settings, "127.0.0.1", 0, recorder, owner_key=OWNER_KEY) as server:
+        stranger = httpx.post(server.url + "/api/research", json=body, timeout=10,
+                              headers={"Authorization": "Bearer not-the-key"})
+        owner = httpx.post(server.url + "/api/research", json=body, timeout=10,
+                           headers={"Authorization": f"Bearer {OWNER_KEY}"})
+    assert stranger.status_code == 403
+    assert owner.status_code != 403 and [r.question for r in recorder.started] == ["solar"]
+
+
+def test_with_a_token_a_program_needs_no_origin_but_a_browsers_cookie_does(with_token, recorder):
+    body = {"question": "solar", "fingerprint": fingerprint(with_token)}
+    with client_for(with_token, recorder, host="127.0.0.1") as page:
+        page.post("/login", data={"token": TOKEN, "next": "/"}, follow_redirects=False)
+        cookie = {"Cookie": f"{SESSION_COOKIE}={page.cookies[SESSION_COOKIE]}"}
+    with make_server(with_token, "127.0.0.1", 0, recorder) as server:
+        browser = httpx.post(server.url + "/api/research", json=body, headers=cookie, timeout=10)
+        script = httpx.post(server.url + "/api/research", json=body, timeout=10,
+                            headers={"Authorization": f"Bearer {TOKEN}"})
+    assert browser.status_code == 403
+    assert script.status_code != 403 and [r.question for r in recorder.started] == ["solar"]
 
 
 # -- host names --------------------------------------------------------------------

@@ -18,6 +18,7 @@ from tasks.progress.handoff import fingerprint
 from tasks.progress.serve import build_app, make_server
 from tasks.progress.web import routes
 
+PAGE = {"Origin": "http://127.0.0.1"}  # what the page's own forms and scripts send
 JSON = {"content-type": "application/json"}
 FORM = {"content-type": "application/x-www-form-urlencoded"}
 NESTED = b"[" * 100_000 + b"]" * 100_000
@@ -54,7 +55,7 @@ def recorder() -> Recorder:
 
 @pytest.fixture
 def client(settings, recorder):
-    with TestClient(build_app(settings, recorder), base_url="http://127.0.0.1") as test_client:
+    with TestClient(build_app(settings, recorder), base_url="http://127.0.0.1", headers=PAGE) as test_client:
         yield test_client
 
 
@@ -132,6 +133,7 @@ def test_a_body_over_the_limit_is_refused_by_its_content_length(settings, record
         conn = http.client.HTTPConnection(*server.sock.getsockname()[:2], timeout=30)
         conn.putrequest("POST", "/api/research")
         conn.putheader("Content-Type", "application/json")
+        conn.putheader("Origin", server.url)
         conn.putheader("Content-Length", str(100 * 1024 * 1024))
         conn.endheaders()
         response = conn.getresponse()
@@ -154,7 +156,8 @@ def test_a_streamed_body_is_cut_off_at_the_limit(settings, recorder, monkeypatch
             yield b"[" * 1024
 
     async def post() -> httpx.Response:
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://127.0.0.1") as http:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://127.0.0.1",
+                                     headers=PAGE) as http:
             return await http.post("/api/research", content=body(), headers=JSON)
 
     response = asyncio.run(post())
@@ -165,7 +168,7 @@ def test_a_streamed_body_is_cut_off_at_the_limit(settings, recorder, monkeypatch
 
 def test_a_form_over_the_limit_is_refused(settings, recorder, monkeypatch):
     monkeypatch.setenv("SEARCHLAKE_SERVE_MAX_BODY_BYTES", "2048")
-    with TestClient(build_app(Settings(), recorder), base_url="http://127.0.0.1") as test_client:
+    with TestClient(build_app(Settings(), recorder), base_url="http://127.0.0.1", headers=PAGE) as test_client:
         response = test_client.post("/research", data={"question": "x" * 5000})
     assert response.status_code == 413 and response.text == "the request body is larger than 2048 bytes"
     assert recorder.started == []

@@ -195,3 +195,59 @@ def test_publish_with_a_hand_built_report_still_embeds_its_evidence(settings):
         store_report(catalog, "t2", report, synthesis, None)
         doc = json.loads(load_report(catalog, "t2", "json"))
     assert doc["synthesis"]["question"] == PLAN["question"]
+
+
+# -- what a document cannot do to a reader --------------------------------------------
+
+RLO, RED = "\u202e", "\x1b[31m"  # right-to-left override ("\u202egnp.exe" shows as "exe.png"); a colour escape
+TRICKS = (RLO, RED, "\x1b", "\u2066", "\u200f", "\x07")
+TRICKY_DOCS = {
+    "backends.md": f"# {RLO}gnp.exe build backends\n\nThe build backend {RED}reads the [build-system] table"
+                   f"{RLO} first, before the \u2066project\u2069 table.\u200f Hatchling is a build backend.\x07\n",
+    "metadata.md": "# Project metadata\n\nThe [project] table holds the name and version of a project.\n",
+}
+
+
+def test_a_documents_control_and_bidi_characters_reach_no_reader(settings, tmp_path):
+    from schemas.plan import PlannedQuery, ResearchPlan, SearchSummary
+    from schemas.report import ResearchReport
+    from tasks.common.settings import Settings
+    from tasks.lake.landing import land_bundles
+    from tasks.progress.serve import build_app
+    from tasks.reporting.terminal import answer_lines
+    from tasks.retrieval.providers.registry import build_provider, provider_class
+    from tasks.retrieval.search import route, search_bundle
+    from starlette.testclient import TestClient
+
+    library = tmp_path / "docs"
+    library.mkdir()
+    for name, text in TRICKY_DOCS.items():
+        (library / name).write_text(text, encoding="utf-8")
+    config = Settings(home=settings.home, library=library)
+    question = "Which build backend reads the build-system table?"
+    plan = ResearchPlan(question=question, planner="keywords", search_summary=SearchSummary(interpreted_topic="x"),
+                        queries=[PlannedQuery(intent="library", text=question)])
+    provider = build_provider("library", config)
+    bundles = [search_bundle(provider, call, task_id="t1", max_results=5, settings=config)
+               for call in route(plan, {"library": provider_class("library")})]
+    with open_catalog(config) as catalog:
+        land_bundles(catalog, bundles, source="research")
+        consolidate(catalog, "t1")
+    publish_report(config, "t1", question=question)
+
+    with open_catalog(config, read_only=True) as catalog:
+        shown = {fmt: load_report(catalog, "t1", fmt) for fmt in ("md", "html")}
+        stored = ResearchReport.model_validate_json(load_report(catalog, "t1", "json"))
+        texts = dict(catalog.con.execute("SELECT source_id, content_text FROM consolidated").fetchall())
+    shown["terminal"] = "\n".join(answer_lines(stored))
+    with TestClient(build_app(config), base_url="http://127.0.0.1") as page:
+        shown["page"] = page.get("/tasks/t1").text
+
+    for where, text in shown.items():
+        assert not [trick for trick in TRICKS if trick in text], where
+    assert "gnp.exe build backends" in shown["md"] and "gnp.exe build backends" in shown["html"]
+    assert "reads the \\[build-system\\] table first" in shown["md"]  # what the quote says, still quoted
+    # The stored text and the quotes keep every character: a quote is its source's text at its offsets.
+    citations = [c for c in stored.synthesis.all_citations() if c.verified]
+    assert any(RLO in c.quote or RED in c.quote for c in citations)
+    assert all(texts[c.source_id][c.start:c.end] == c.quote for c in citations)

@@ -1,8 +1,20 @@
 """What stands between a request and the pages of `searchlake serve`, from
-the outside in: security headers on every answer and no form posts from
-other sites; only requests addressed to an allowed host name (DNS
-rebinding); with SEARCHLAKE_SERVE_TOKEN set, only requests that carry the
-token (see Access); bodies read up to a size limit.
+the outside in: security headers on every answer and no request that
+changes something from other sites; only requests addressed to an allowed
+host name (DNS rebinding); with SEARCHLAKE_SERVE_TOKEN set, only requests
+that carry the token (see Access); bodies read up to a size limit.
+
+A request that changes something (any method but GET, HEAD and OPTIONS)
+must show where it comes from: an Origin (or, without one, a Referer) of
+this server itself. `Origin: null` (a sandboxed frame, a file:// page, a
+redirect from elsewhere) and a request naming neither are refused, since a
+browser says where a cross-site form came from and an old or stripped one
+may say nothing. A program is not a browser: a request that carries the
+server's token or its owner's key in `Authorization: Bearer` (which no
+cross-site page can make a browser send) needs neither. The page's own
+forms send their Origin: its Referrer-Policy is `same-origin`, under which
+browsers name the page's own origin to it and nothing to other sites
+(`no-referrer` would make them send `Origin: null`).
 
 Refusals are one line: `{"error": "..."}` on the API routes (/api/...),
 plain text elsewhere."""
@@ -35,35 +47,52 @@ def _headers(scope: Scope) -> dict[str, str]:
     return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
 
 
-class _Guard:
-    """Security headers on every answer; no form posts from other sites."""
+# Methods that change nothing: they stay open to links from anywhere.
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+CROSS_SITE = ("a request that changes something must come from this server's own page (its Origin) "
+              "or carry the server's token; cross-site, `Origin: null` and unnamed requests are refused")
 
-    def __init__(self, app: ASGIApp):
+
+class _Guard:
+    """Security headers on every answer; nothing changed by other sites."""
+
+    def __init__(self, app: ASGIApp, access: "Access"):
         self.app = app
+        self.access = access
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        if scope["method"] == "POST" and _cross_site(_headers(scope)):
-            await refusal(scope, 403, "cross-site form posts are refused")(scope, receive, send)
+        if scope["method"] not in SAFE_METHODS and not self._from_here(_headers(scope)):
+            await refusal(scope, 403, CROSS_SITE)(scope, receive, send)
             return
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 extra = [(b"content-security-policy", CSP.encode()), (b"x-content-type-options", b"nosniff"),
-                         (b"referrer-policy", b"no-referrer"), (b"x-frame-options", b"DENY")]
+                         (b"referrer-policy", b"same-origin"), (b"x-frame-options", b"DENY")]
                 message = {**message, "headers": [*message.get("headers", []), *extra]}
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
 
 
-def _cross_site(headers: dict[str, str]) -> bool:
-    if headers.get("sec-fetch-site") == "cross-site":
-        return True
-    origin = headers.get("origin")
-    return bool(origin) and origin != "null" and urlsplit(origin).netloc != headers.get("host", "")
+    def _from_here(self, headers: dict[str, str]) -> bool:
+        """A request that changes something: from this server's page, or from a program with its key."""
+        if headers.get("sec-fetch-site") == "cross-site":
+            return False
+        origin = headers.get("origin") or headers.get("referer")  # a browser sends Origin; an old one a Referer
+        if origin is not None:
+            return _same_host(origin, headers.get("host", ""))  # `null` is no host: refused
+        return self.access.has_key(headers)
+
+
+def _same_host(url: str, host: str) -> bool:
+    try:
+        return bool(host) and urlsplit(url).netloc == host
+    except ValueError:  # not a URL at all
+        return False
 
 
 class _BodyLimit:
@@ -143,6 +172,12 @@ class Access:
     def is_owner(self, headers: dict[str, str]) -> bool:
         return _same(_bearer(headers), self.owner_key)
 
+    def has_key(self, headers: dict[str, str]) -> bool:
+        """The request carries the token or the owner's key as a Bearer
+        credential: a program, since no page of another site can make a
+        browser send it (the session cookie does not count: browsers send it)."""
+        return _same(_bearer(headers), self.token) or self.is_owner(headers)
+
     def admits(self, headers: dict[str, str]) -> bool:
         return (not self.needs_token or _same(_bearer(headers), self.token) or self.is_owner(headers)
                 or _same(_cookie(headers, SESSION_COOKIE), self.session))
@@ -194,4 +229,4 @@ def _ask_for_token(scope: Scope, headers: dict[str, str]) -> Response:
 
 def protect(app: ASGIApp, allowed_hosts: list[str], access: Access, max_body_bytes: int) -> ASGIApp:
     return _Guard(TrustedHostMiddleware(_TokenGate(_BodyLimit(app, max_body_bytes), access),
-                                        allowed_hosts=allowed_hosts))
+                                        allowed_hosts=allowed_hosts), access)

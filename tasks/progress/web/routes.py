@@ -13,6 +13,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
@@ -25,6 +26,7 @@ from schemas.request import request_error
 from schemas.serve import HandoffRequest, is_malformed
 from tasks.common.errors import TransientError
 from tasks.common.settings import Settings
+from tasks.common.text import printable
 from tasks.lake.files import run_logs_root
 from tasks.progress.events import list_runs, runs_of_task
 from tasks.progress.handoff import fingerprint
@@ -61,8 +63,15 @@ def _domain(url: str | None) -> str:
     return host.removeprefix("www.") or "local"
 
 
+def _shown(value):
+    """Every value a template prints, as people may be shown it: text from
+    the lake without control or bidirectional characters (a title's U+202E
+    would reorder the page). What templates built themselves (Markup) is theirs."""
+    return printable(value) if isinstance(value, str) and not isinstance(value, Markup) else value
+
+
 def _templates() -> Jinja2Templates:
-    env = Environment(loader=FileSystemLoader(HERE / "templates"),
+    env = Environment(loader=FileSystemLoader(HERE / "templates"), finalize=_shown,
                       autoescape=select_autoescape(default=True, default_for_string=True))
     env.filters.update(href=_href, domain=_domain,
                        score=lambda v: "–" if v is None else f"{v:.2f}",
