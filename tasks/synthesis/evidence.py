@@ -9,8 +9,8 @@ it sits under and the sentences around it ("Feed it twice a day." under
 For each part of the question (tasks/synthesis/question.py) a sentence gets:
 - coverage: the share of the part's words the sentence holds, each weighted
   by its idf over the candidates times its rarity in the language at large;
-  a word held only by its context counts `CONTEXT_CREDIT`, one its nearest
-  word matches by meaning up to `MEANING_CREDIT`;
+  a word held only by its context counts `context_credit` (tasks/synthesis/parameters.py), one its nearest
+  word matches by meaning up to `meaning_credit`;
 - lexical: BM25 of the sentence for the part, its words expanded by
   pseudo-relevance feedback (RM3) as the library's search expands a query
   (tasks/retrieval/bm25.py), so a sentence in the sources' own wording of
@@ -31,21 +31,25 @@ For each part of the question (tasks/synthesis/question.py) a sentence gets:
   documentation the answer is a section about the question;
 - the source's place in the task's ranking (retrieval judged the whole page).
 
+A window's relevance to a part is the sum of these (FEATURES), each weighted
+as tasks/synthesis/parameters.py says: a small linear model whose weights
+bench/fit_scorer.py fits.
+
 A later part's coverage, heading and section shares in its ranking also
-count the words of the parts before it, at `CARRIED_WEIGHT`: "怎么转换？"
+count the words of the parts before it, at `carried`: "怎么转换？"
 after a question about line endings asks how to convert line endings.
 
 Then the multilingual sentence model (tasks/synthesis/sentence_model.py)
-reads the `SENTENCE_POOL` windows all of the above ranks first, and its
+reads the `sentence_pool` windows all of the above ranks first, and its
 closeness to the question adds to their relevance and support: it reads
 whole sentences in both languages where the signals above read words.
 
 A window's support for a part is its coverage, helped a little by the answer
 type and the dense similarity; for a part that asks for a measure, a window
-without one stays below `SURE` (it touches the part, it does not answer
-it). From `ELIGIBLE` on it is evidence; a part whose best support from its
+without one stays below `sure` (it touches the part, it does not answer
+it). From `eligible` on it is evidence; a part whose best support from its
 words (without the sentence model, whose closeness is only relative: some
-passage is always closest) stays below `SURE` is only touched by the
+passage is always closest) stays below `sure` is only touched by the
 sources, which the report says; a part with no evidence at all is a gap.
 """
 
@@ -63,50 +67,25 @@ from tasks.synthesis.candidates import Sentence, Window
 from tasks.synthesis.figures import CURRENCY_UNITS, figures
 from tasks.synthesis.passages import has_cjk
 from tasks.synthesis.language import any_language
+from tasks.synthesis.parameters import PARAMETERS, Parameters
 from tasks.synthesis.language.zh import chinese_words
 from tasks.synthesis.question import (asks_for, CHOICE, DEFINITION, DURATION, FREQUENCY, MEASURES, MONEY,
                                       QUANTITY, TEMPERATURE, Part, Question, holds)
 
-CONTEXT_CREDIT = 0.5   # a word the sentence's title, heading or neighbours hold, not the sentence itself
-MEANING_CREDIT = 0.6   # a word only matched by meaning, at most
-FRAMING_CREDIT = 0.15  # what a word that frames the answer adds ("Temperature | 24-26 °C" for "what temperature")
-MEANING_FLOOR, MEANING_FULL = 0.25, 0.6  # word cosines: below the floor no credit, from FULL on all of it
-RELATED_SHARE = 0.1    # a window speaks to a part (a table's row joins a quote) from this share of its words:
-                       # not from one Chinese word sharing a character with a question word (直接 / 链接)
-CARRIED_WEIGHT = 0.5   # in ordering a later part's evidence, what a word of the parts before it counts
-ELIGIBLE = 0.3         # evidence: support at least this ...
-SURE = 0.6             # support from which a part counts as answered, not only touched
-UNTYPED_MEASURE_SUPPORT = SURE - 0.01  # at most, for evidence without the measure a part asks for
-TYPE_WEIGHT = 0.2
-DENSE_WEIGHT = 0.3
-DENSE_SAY = 0.15       # what the dense similarity adds towards ELIGIBLE
-LEXICAL_WEIGHT = 0.25
-RANK_WEIGHT = 0.3      # the prior for the source ranked first, falling as 1/rank
-HEADING_WEIGHT = 0.2   # what the share of the part's words its heading holds adds
-SECTION_WEIGHT = 0.3   # what the share of the part's words its whole section holds adds
-ASKS_WEIGHT = 0.2      # what a heading that asks for the kind of answer the part wants adds ("How often")
-# general rarity of a word (Zipf: 7 for the commonest words, 1 for the rarest):
-# (COMMON_ZIPF − zipf) / RARITY_SCALE, within [RARITY_MIN, RARITY_MAX]
-COMMON_ZIPF, RARITY_SCALE, RARITY_MIN, RARITY_MAX, RARE_ZIPF = 7.0, 4.0, 0.15, 1.25, 3.0
-DEFINING_HEAD = 4      # words a defining sentence names its subject within
-SENTENCE_POOL = 300    # windows the sentence model reads: the most relevant by everything else
-SENTENCE_WEIGHT = 0.5  # what its closeness (the pool's median 0, its best 1) adds to relevance
-SENTENCE_SAY = 0.3     # ... and to support, where a window holds a word of the part: it helps choose evidence,
-                       # it does not decide that a part is answered
-SENTENCE_SPREAD = 0.04  # cosine above the pool's median that is full closeness, at least
+# The features relevance weighs (Parameters names their weights): per part, per window.
+FEATURES = ("coverage", "lexical", "dense", "answer_type", "rank", "heading", "heading_asks", "section")
+# ... and, for the windows it reads, the sentence model's closeness (weight Parameters.sentence)
 
-
-# -- answer types --------------------------------------------------------------------
 
 # What a sentence giving each kind of answer holds, in any language.
 _ANSWER_PATTERNS = {answer: any_language(lambda language, answer=answer: language.gives.get(answer))
                     for answer in (DURATION, FREQUENCY, TEMPERATURE, QUANTITY, CHOICE)}
 
 
-def defines(sentence: Sentence, subject: str | None) -> bool:
+def defines(sentence: Sentence, subject: str | None, params: Parameters = PARAMETERS) -> bool:
     """A sentence that opens on what the part asks about, its weightiest
     word ("The with statement is used to …", "A decorator is …")."""
-    head = normalize(" ".join(sentence.text.split()[:DEFINING_HEAD]))
+    head = normalize(" ".join(sentence.text.split()[:params.defining_head]))
     return subject is not None and holds(subject, frozenset(evidence_terms(head)), head)
 
 
@@ -136,6 +115,8 @@ class Scores:
     touched: list[np.ndarray] = field(default_factory=list)
     worded: list[float] = field(default_factory=list)  # per part, its best window's support without the sentence model
     closeness: np.ndarray = field(default_factory=lambda: np.zeros(0))  # per window, the sentence model's (0 outside its pool)
+    features: list[np.ndarray] = field(default_factory=list)  # per part, windows × FEATURES
+    params: Parameters = PARAMETERS
 
     def best_relevance(self) -> np.ndarray:
         if not self.relevance:
@@ -143,7 +124,7 @@ class Scores:
         return np.max(np.where(self.eligible, self.relevance, 0.0), axis=0)
 
     def related(self) -> np.ndarray:
-        """Per window: it speaks to some part (holds more than RELATED_SHARE of
+        """Per window: it speaks to some part (holds more than related_share of
         its words, or the kind of answer it wants)."""
         return np.any(self.touched, axis=0) if self.touched else np.zeros(0, dtype=bool)
 
@@ -153,11 +134,11 @@ class Scores:
 
     def sure(self) -> list[bool]:
         """Per part: some window speaks to it clearly (not only touches it)."""
-        return [support >= SURE for support in self.worded]
+        return [support >= self.params.sure for support in self.worded]
 
 
-def score(question: Question, found: list[Window]) -> Scores:
-    out = Scores([], [], [], [])
+def score(question: Question, found: list[Window], params: Parameters = PARAMETERS) -> Scores:
+    out = Scores([], [], [], [], params=params)
     if not found:  # sources with nothing to quote (code only, an empty page)
         none, false = np.zeros(0), np.zeros(0, dtype=bool)
         for _ in question.parts:
@@ -167,71 +148,75 @@ def score(question: Question, found: list[Window]) -> Scores:
             out.touched.append(false)
             out.support.append(0.0)
             out.worded.append(0.0)
+            out.features.append(np.zeros((0, len(FEATURES))))
         return out
-    idf = _weights(question, found)
+    idf = _weights(question, found, params)
     dense = _dense(question, found)
     index = TermIndex([w.terms for w in found])
-    prior = np.array([RANK_WEIGHT / max(1, w.source.number) for w in found])
-    meaning = _meaning(question, found)
+    prior = np.array([1.0 / max(1, w.source.number) for w in found])
+    meaning = _meaning(question, found, params)
     sections = _sections(found)
+    weights = np.array([getattr(params, name) for name in FEATURES])
     parts = []
     for part in question.parts:
         # a later part is often about what the parts before it named ("…的换行符有什么不同？怎么转换？"):
         # their words order its evidence (ordered), they do not decide that it is answered
-        own, coverage, ordered = _coverage(part, found, idf, meaning)
+        own, coverage, ordered = _coverage(part, found, idf, meaning, params)
         subject = max(part.words, key=lambda w: idf[w]) if part.words else None
-        typed = np.array([answers_type(w.lead, part.answer) or (part.answer == DEFINITION and defines(w.lead, subject))
-                          for w in found], dtype=float)
+        typed = np.array([answers_type(w.lead, part.answer)
+                          or (part.answer == DEFINITION and defines(w.lead, subject, params)) for w in found],
+                         dtype=float)
         measure = part.answer in MEASURES
-        support = coverage + TYPE_WEIGHT * typed * measure + DENSE_SAY * dense
-        relevance = (ordered + LEXICAL_WEIGHT * _lexical(index, part) + DENSE_WEIGHT * dense
-                     + TYPE_WEIGHT * typed + prior + HEADING_WEIGHT * _heading_share(part, found, idf)
-                     + ASKS_WEIGHT * _heading_asks(part, found)
-                     + SECTION_WEIGHT * _section_share(part, found, idf, sections))
-        parts.append((part, own, coverage, typed, support, relevance))
-    close = _sentence_closeness(question, found, np.max([relevance for *_, relevance in parts], axis=0))
+        support = coverage + params.type_support * typed * measure + params.dense_support * dense
+        features = np.column_stack([ordered, _lexical(index, part), dense, typed, prior,
+                                    _heading_share(part, found, idf, params), _heading_asks(part, found),
+                                    _section_share(part, found, idf, sections, params)])
+        parts.append((part, own, coverage, typed, support, features))
+    close = _sentence_closeness(question, found, np.max([f @ weights for *_, f in parts], axis=0), params)
     out.closeness = close
-    for part, own, coverage, typed, support, relevance in parts:
+    for part, own, coverage, typed, support, features in parts:
         # only where the window holds something of the part, itself or in its context: the closest passage
         # to a question the sources do not cover is still the closest
-        meant = SENTENCE_SAY * close * (coverage > 0)
-        worded, support = _measured(part, typed, support), _measured(part, typed, support + meant)
+        meant = params.sentence_support * close * (coverage > 0)
+        worded, support = _measured(part, typed, support, params), _measured(part, typed, support + meant, params)
         out.coverage.append(coverage)
         out.own.append(own)
-        out.relevance.append(relevance + SENTENCE_WEIGHT * close)
-        out.eligible.append(support >= ELIGIBLE)
+        out.features.append(features)
+        out.relevance.append(features @ weights + params.sentence * close)
+        out.eligible.append(support >= params.eligible)
         out.support.append(float(support.max()))
         out.supports.append(support)
         out.worded.append(float(worded.max()))
-        out.touched.append((own > RELATED_SHARE) | (typed > 0))
+        out.touched.append((own > params.related_share) | (typed > 0))
     return out
 
 
-def _measured(part: Part, typed: np.ndarray, support: np.ndarray) -> np.ndarray:
+def _measured(part: Part, typed: np.ndarray, support: np.ndarray, params: Parameters) -> np.ndarray:
     """A part that asks for a measure is answered clearly only by evidence that gives one."""
     if part.answer not in MEASURES:
         return support
-    return np.where(typed > 0, support, np.minimum(support, UNTYPED_MEASURE_SUPPORT))
+    return np.where(typed > 0, support, np.minimum(support, params.untyped_measure_support))
 
 
-def _sentence_closeness(question: Question, found: list[Window], relevance: np.ndarray) -> np.ndarray:
-    """The sentence model's closeness of the SENTENCE_POOL most relevant
+def _sentence_closeness(question: Question, found: list[Window], relevance: np.ndarray,
+                        params: Parameters) -> np.ndarray:
+    """The sentence model's closeness of the sentence_pool most relevant
     windows (each read under its heading) to the question, scaled so the
     pool's median is 0 and its best 1 — or less, when the best stands out
-    from the median by less than SENTENCE_SPREAD of cosine (a few short
+    from the median by less than sentence_spread of cosine (a few short
     passages the model reads as much alike); 0 for the other windows."""
     from tasks.synthesis.sentence_model import closeness
-    pool = np.argsort(-relevance, kind="stable")[:SENTENCE_POOL]
+    pool = np.argsort(-relevance, kind="stable")[:params.sentence_pool]
     out = np.zeros(len(found))
     if len(pool) < 2:
         return out
     cosine = closeness(question.text, [f"{found[i].lead.heading}: {found[i].text}" for i in pool])
     low, high = float(np.median(cosine)), float(cosine.max())
-    out[pool] = np.clip((cosine - low) / max(high - low, SENTENCE_SPREAD), 0.0, 1.0)
+    out[pool] = np.clip((cosine - low) / max(high - low, params.sentence_spread), 0.0, 1.0)
     return out
 
 
-def _weights(question: Question, found: list[Window]) -> dict[str, float]:
+def _weights(question: Question, found: list[Window], params: Parameters) -> dict[str, float]:
     """How much each question word counts: its idf over the candidate
     sentences (a window would count a sentence up to three times), times how
     rare the word is in the language at large (wordfreq's Zipf scale): a word
@@ -245,27 +230,27 @@ def _weights(question: Question, found: list[Window]) -> dict[str, float]:
     for word, d in df.items():
         # a word no sentence holds weighs as the rarest that occurs
         idf = float(np.log(1 + (n - max(1, d) + 0.5) / (max(1, d) + 0.5)))
-        out[word] = idf * _rarity(surfaces.get(word, word.split("|")[0]), question.language)
+        out[word] = idf * _rarity(surfaces.get(word, word.split("|")[0]), question.language, params)
     return out
 
 
-def _rarity(word: str, language: str) -> float:
-    zipf = zipf_frequency(word, language) if not word.isdigit() else RARE_ZIPF
-    return float(np.clip((COMMON_ZIPF - zipf) / RARITY_SCALE, RARITY_MIN, RARITY_MAX))
+def _rarity(word: str, language: str, params: Parameters) -> float:
+    zipf = zipf_frequency(word, language) if not word.isdigit() else params.rare_zipf
+    return float(np.clip((params.common_zipf - zipf) / params.rarity_scale, params.rarity_min, params.rarity_max))
 
 
-def _coverage(part: Part, found: list[Window], idf: dict[str, float],
-              meaning: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _coverage(part: Part, found: list[Window], idf: dict[str, float], meaning: dict[str, np.ndarray],
+              params: Parameters) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(own, with context, ordered) share of the part's weight each window
     holds: a word held by the window counts whole, one it only matches by
     meaning (a word of the window the embedding model puts close to it) up
-    to MEANING_CREDIT; with context, a word its title or heading holds
-    counts at least CONTEXT_CREDIT; ordered is with context and with the
+    to meaning_credit; with context, a word its title or heading holds
+    counts at least context_credit; ordered is with context and with the
     words carried from the parts before it (_counted), what orders a later
     part's evidence."""
     if not part.words:  # a part that is only its interrogative ("how often?")
         return np.ones(len(found)), np.ones(len(found)), np.ones(len(found))
-    factor = _counted(part)
+    factor = _counted(part, params)
     total = sum(idf[w] for w in part.words) or 1.0
     total_ordered = sum(idf[w] * f for w, f in factor.items()) or 1.0
     own, with_context, ordered = np.zeros(len(found)), np.zeros(len(found)), np.zeros(len(found))
@@ -275,31 +260,31 @@ def _coverage(part: Part, found: list[Window], idf: dict[str, float],
             if holds(word, window.termset, window.normal):
                 held = idf[word]
             elif word in meaning:
-                held = MEANING_CREDIT * float(meaning[word][i]) * idf[word]
+                held = params.meaning_credit * float(meaning[word][i]) * idf[word]
             else:
                 held = 0.0
-            in_context = max(held, CONTEXT_CREDIT * idf[word] if holds(word, terms_, text) else 0.0)
+            in_context = max(held, params.context_credit * idf[word] if holds(word, terms_, text) else 0.0)
             ordered[i] += f * in_context
             if word in part.words:
                 own[i] += held
                 with_context[i] += in_context
     framed = np.array([any(holds(w, window.termset, window.normal) for w in part.framing) for window in found])
-    bonus = FRAMING_CREDIT * framed
+    bonus = params.framing_credit * framed
     return (np.minimum(1.0, own / total + bonus), np.minimum(1.0, with_context / total + bonus),
             np.minimum(1.0, ordered / total_ordered + bonus))
 
 
-def _counted(part: Part) -> dict[str, float]:
+def _counted(part: Part, params: Parameters) -> dict[str, float]:
     """What each word counts in a part's share: its own words whole, and
-    the words of the parts before it CARRIED_WEIGHT."""
-    return {**{w: CARRIED_WEIGHT for w in part.carried}, **{w: 1.0 for w in part.words}}
+    the words of the parts before it Parameters.carried."""
+    return {**{w: params.carried for w in part.carried}, **{w: 1.0 for w in part.words}}
 
 
-def _heading_share(part: Part, found: list[Window], weight: dict[str, float]) -> np.ndarray:
+def _heading_share(part: Part, found: list[Window], weight: dict[str, float], params: Parameters) -> np.ndarray:
     """The share of the part's weight (with the words carried from the parts
     before it) the heading a window sits under holds: in documentation the
     section titled as the question is its answer."""
-    factor = _counted(part)
+    factor = _counted(part, params)
     total = sum(weight[w] * f for w, f in factor.items()) or 1.0
     shares = {}
     for window in found:
@@ -332,19 +317,19 @@ def _sections(found: list[Window]) -> dict[int, tuple[frozenset[str], str]]:
 
 
 def _section_share(part: Part, found: list[Window], weight: dict[str, float],
-                   sections: dict[int, tuple[frozenset[str], str]]) -> np.ndarray:
+                   sections: dict[int, tuple[frozenset[str], str]], params: Parameters) -> np.ndarray:
     """The share of the part's weight (with the words carried from the parts
     before it) the section a window sits in holds, its heading and all its
     sentences: in documentation the answer is a section about the question,
     whose sentences need not repeat it."""
-    factor = _counted(part)
+    factor = _counted(part, params)
     total = sum(weight[w] * f for w, f in factor.items()) or 1.0
     shares = {section: sum(weight[w] * f for w, f in factor.items() if holds(w, held, text)) / total
               for section, (held, text) in sections.items()}
     return np.array([shares[w.lead.section] for w in found])
 
 
-def _meaning(question: Question, found: list[Window]) -> dict[str, np.ndarray]:
+def _meaning(question: Question, found: list[Window], params: Parameters) -> dict[str, np.ndarray]:
     """Per word of the question, per window: how close (0 to 1) the window's
     nearest word comes to it by the embedding model, where no word of the
     window is the same word. Chinese words are jieba's, on both sides
@@ -364,7 +349,7 @@ def _meaning(question: Question, found: list[Window]) -> dict[str, np.ndarray]:
         return {}
     position = {w: i for i, w in enumerate(vocabulary)}
     similarity = embed(list(surfaces.values())) @ embed(vocabulary).T  # question words × vocabulary
-    closeness = np.clip((similarity - MEANING_FLOOR) / (MEANING_FULL - MEANING_FLOOR), 0.0, 1.0)
+    closeness = np.clip((similarity - params.meaning_floor) / (params.meaning_full - params.meaning_floor), 0.0, 1.0)
     if question.language == "zh":
         closeness *= _share_a_character(list(surfaces.values()), vocabulary)
     out = {}
