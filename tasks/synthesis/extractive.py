@@ -37,6 +37,7 @@ from tasks.synthesis.answer import answer_points
 from tasks.synthesis.base import Source, finish, no_sources_result, plan_dimensions
 from tasks.synthesis.candidates import Sentence, Window, candidates, quote_from, windows
 from tasks.synthesis.evidence import Scores, score
+from tasks.synthesis.parameters import PARAMETERS, Parameters
 from tasks.synthesis.labels import labels
 from tasks.synthesis.figures import Figure, figures
 from tasks.synthesis.passages import has_cjk, jaccard, near_duplicate
@@ -340,7 +341,8 @@ def _gaps(question: Question, answered: list[bool], sure: list[bool], lab: dict[
 
 
 def extractive_synthesis(sources: list[Source], question_text: str, plan: dict | None = None,
-                         opts: ExtractiveOptions = ExtractiveOptions()) -> SynthesisResult:
+                         opts: ExtractiveOptions = ExtractiveOptions(),
+                         params: Parameters = PARAMETERS) -> SynthesisResult:
     question = read_question(question_text)
     if (plan or {}).get("planner") != "keywords":  # a model planner's dimensions say what the topic spans
         question = question.with_dimensions(plan_dimensions(plan))
@@ -349,7 +351,7 @@ def extractive_synthesis(sources: list[Source], question_text: str, plan: dict |
         return no_sources_result(question_text, question.language, [p.text for p in question.parts if p.dimension],
                                  "extractive")
     found = windows(candidates(sources))
-    scores = score(question, found)
+    scores = score(question, found, params)
     strong = _strong(scores, opts)
     picked = _pick(question, found, scores, strong, opts)
     insights = [_insight(f, _label_of(f, question, scores), lab) for f in picked]
