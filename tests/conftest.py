@@ -46,6 +46,40 @@ def prefect_artifacts(key: str) -> list:
     return sorted(asyncio.run(read()), key=lambda a: a.created, reverse=True)
 
 
+PROJECT = Path(__file__).resolve().parents[1]
+
+
+def harness_api_url() -> str:
+    """The API of the session's Prefect server (`prefect_engine`), for processes started by a test."""
+    from prefect.settings import PREFECT_API_URL
+    return str(PREFECT_API_URL.value())
+
+
+def flow_run_in_engine_process(flow, entrypoint: str, parameters: dict, env: dict[str, str],
+                               timeout: float = 300) -> tuple[object, subprocess.CompletedProcess]:
+    """Run `flow` as a process worker runs a deployment's flow run: created
+    on the session's Prefect server, then executed by `python -m
+    prefect.engine` in a process of its own (from the project folder).
+    Returns the flow run as Prefect keeps it, and what the process printed."""
+    import asyncio
+    from prefect.client.orchestration import get_client
+
+    async def create():
+        async with get_client() as client:
+            return await client.create_flow_run(flow, parameters=parameters)
+
+    async def read(flow_run_id):
+        async with get_client() as client:
+            return await client.read_flow_run(flow_run_id)
+
+    created = asyncio.run(create())
+    done = subprocess.run([sys.executable, "-m", "prefect.engine"], capture_output=True, text=True, timeout=timeout,
+                          cwd=PROJECT, env={**env, "PYTHONPATH": str(PROJECT), "PREFECT_API_URL": harness_api_url(),
+                                            "PREFECT__FLOW_RUN_ID": str(created.id),
+                                            "PREFECT__FLOW_ENTRYPOINT": entrypoint})
+    return asyncio.run(read(created.id)), done
+
+
 def prefect_events(name: str, wait: float = 30.0) -> list:
     """The events of that name Prefect's server has stored (it stores them a
     moment after they are emitted)."""

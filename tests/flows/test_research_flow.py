@@ -432,7 +432,7 @@ def test_ingest_flow_lands_consolidates_and_reports_refusals(prefect_engine, lak
                            task_id="inbox"))
     inbox.write_text('{"query_id": "q3", "results": "not a list"', "broken.json")
     state = ingest_flow([str(inbox.folder)], return_state=True)
-    summary = state.result(raise_on_failure=False)
+    summary = state.result(raise_on_failure=False).summary  # the Failed state's exception: FilesRefused
     assert state.is_failed() and summary["tasks"] == ["inbox"] and summary["landed"] == 2 and summary["items"] == 4
     assert len(summary["refused"]) == 1 and "broken.json" in summary["refused"][0]
     assert len(summary["consolidated"]) == 1
