@@ -39,6 +39,7 @@ from tasks.common.http import make_client
 from tasks.governance.preflight import preflight
 from tasks.retrieval.providers.registry import enabled_names, provider_class
 from tasks.governance.filters import aggregate_publishers
+from tasks.governance.heartbeat import keep_alive, lease_seconds
 from tasks.governance.runs import record_outcome, run_finished, run_started
 from tasks.retrieval.search import SearchCall, route
 from tasks.common.errors import UserError
@@ -107,22 +108,24 @@ def research_flow(question: str, task_id: str | None = None, library: str | None
         end_dead_runs(settings)  # runs whose process died end as interrupted first (a resumed one among them)
         view = RunView(settings, task_id, trace_id)
         view.begin(run_plan_lines(trace_id, task_id, question, names, target, budget, policy, policy_source),
-                   run_started(trace_id, task_id, question, demand_id, policy_source, budget, policy))
+                   run_started(trace_id, task_id, question, demand_id, policy_source, budget, policy,
+                               lease_seconds=lease_seconds(settings)))
         started = time.monotonic()
         counts = {"candidate_count": 0, "filtered_count": 0, "publisher_count": 0}
-        try:
-            with make_client(settings) as client:
-                outputs = _run(RunContext(request, trace_id, settings, names, target, budget, policy, client, view,
-                                          counts, query_prefix))
-        except BaseException as exc:
-            status, error = run_failure(exc, time.monotonic() - started)
-            view.fail(status, error, run_finished(trace_id, status, **counts, error=error, outputs={},
-                                                  elapsed_seconds=time.monotonic() - started,
-                                                  stage_history=view.trace.history))
-            raise
-        view.finish(outputs, run_finished(trace_id, "complete", **counts, outputs=outputs,
-                                          elapsed_seconds=time.monotonic() - started,
-                                          stage_history=view.trace.history))
+        with keep_alive(settings, trace_id, task_id):  # should this process die, readers see the run interrupted
+            try:
+                with make_client(settings) as client:
+                    outputs = _run(RunContext(request, trace_id, settings, names, target, budget, policy, client,
+                                              view, counts, query_prefix))
+            except BaseException as exc:
+                status, error = run_failure(exc, time.monotonic() - started)
+                view.fail(status, error, run_finished(trace_id, status, **counts, error=error, outputs={},
+                                                      elapsed_seconds=time.monotonic() - started,
+                                                      stage_history=view.trace.history))
+                raise
+            view.finish(outputs, run_finished(trace_id, "complete", **counts, outputs=outputs,
+                                              elapsed_seconds=time.monotonic() - started,
+                                              stage_history=view.trace.history))
         research_counts_artifact(task_id, outputs, counts, time.monotonic() - started)
     return {"trace_id": trace_id, "task_id": task_id, "providers": names, **outputs}
 

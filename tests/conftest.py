@@ -22,6 +22,7 @@ from tasks.lake.landing import land_files
 from tests.postgres_server import PostgresUnavailable, running_postgres
 
 CAPTURED = "2026-03-01T12:00:00Z"
+PROJECT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="session")
@@ -44,9 +45,6 @@ def prefect_artifacts(key: str) -> list:
         async with get_client() as client:
             return await client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])))
     return sorted(asyncio.run(read()), key=lambda a: a.created, reverse=True)
-
-
-PROJECT = Path(__file__).resolve().parents[1]
 
 
 def harness_api_url() -> str:
@@ -74,7 +72,7 @@ def flow_run_in_engine_process(flow, entrypoint: str, parameters: dict, env: dic
 
     created = asyncio.run(create())
     done = subprocess.run([sys.executable, "-m", "prefect.engine"], capture_output=True, text=True, timeout=timeout,
-                          cwd=PROJECT, env={**env, "PYTHONPATH": str(PROJECT), "PREFECT_API_URL": harness_api_url(),
+                          cwd=PROJECT, env={**env, "PREFECT_API_URL": harness_api_url(),
                                             "PREFECT__FLOW_RUN_ID": str(created.id),
                                             "PREFECT__FLOW_ENTRYPOINT": entrypoint})
     return asyncio.run(read(created.id)), done
@@ -217,6 +215,9 @@ def clean_env(home: Path) -> dict[str, str]:
     start a background server (a test that wants one says so)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SEARCHLAKE_")}
     env["SEARCHLAKE_HOME"] = str(home)
+    # The code under test, whatever folder the command runs in: an installed
+    # (editable) searchlake may point at another checkout.
+    env["PYTHONPATH"] = os.pathsep.join([str(PROJECT), *filter(None, [os.environ.get("PYTHONPATH")])])
     env["SEARCHLAKE_AUTOSERVE"] = "false"
     env["COLUMNS"] = "250"  # rich wraps tables at 80 columns otherwise
     return env

@@ -201,6 +201,9 @@ class Settings(_Settings):
     fetch_top: int = Field(default=3, ge=0, le=50, description="How many top results the content fetch reads")
     allow_private_fetch: bool = Field(default=False, description=(
         "Let the fetcher reach private, loopback and link-local addresses"))
+    run_heartbeat_seconds: float = Field(default=15.0, gt=0, le=600, description=(
+        "A research run in progress records a heartbeat this often (seconds); a run with no sign of life for "
+        "4 heartbeats reads as interrupted"))
 
     # LLM (any OpenAI-compatible endpoint)
     llm_base_url: str | None = Field(default=None, description=(

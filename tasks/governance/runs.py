@@ -77,23 +77,27 @@ def commit_record(settings: Settings, record: RunRecord, lines: Callable[[Catalo
 
 
 def run_started(trace_id: str, task_id: str, question: str, demand_id: str | None, policy_source: str,
-                budget: Budget, policy: Policy | None = None, process: ProcessIdentity | None = None) -> RunRecord:
+                budget: Budget, policy: Policy | None = None, process: ProcessIdentity | None = None,
+                lease_seconds: float | None = None) -> RunRecord:
     """The `runs` row of a run that begins (status 'running'), with the
-    process that runs it (this one unless told); committing it again for
-    the same trace changes nothing."""
+    process that runs it (this one unless told) and its lease: how long it
+    may go without a heartbeat (tasks/governance/heartbeat.py) before
+    readers take it for interrupted (None: only its closing row ends it).
+    Committing it again for the same trace changes nothing."""
     process = process or ProcessIdentity.current()
     params = {"trace_id": trace_id, "task_id": task_id, "question": question, "demand_id": demand_id,
               "policy_source": policy_source, "budget": as_json(budget.to_dict()),
               "policy": as_json(policy.to_dict()) if policy else None, "host": process.host, "pid": process.pid,
-              "process_started": process.started, "flow_run_id": current_flow_run()}
+              "process_started": process.started, "flow_run_id": current_flow_run(),
+              "lease_seconds": lease_seconds}
     return RunRecord("run started", lambda cat: cat.run("run_start", params), task_id=task_id)
 
 
 def start_run(settings: Settings, trace_id: str, task_id: str, question: str, demand_id: str | None,
               policy_source: str, budget: Budget, policy: Policy | None = None,
-              process: ProcessIdentity | None = None) -> None:
+              process: ProcessIdentity | None = None, lease_seconds: float | None = None) -> None:
     commit_record(settings, run_started(trace_id, task_id, question, demand_id, policy_source, budget, policy,
-                                        process))
+                                        process, lease_seconds))
 
 
 def run_finished(trace_id: str, status: str, *, candidate_count: int = 0, filtered_count: int = 0,
