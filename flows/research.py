@@ -40,7 +40,7 @@ from tasks.governance.preflight import preflight
 from tasks.retrieval.providers.registry import enabled_names, provider_class
 from tasks.governance.filters import aggregate_publishers
 from tasks.governance.heartbeat import keep_alive, lease_seconds
-from tasks.governance.runs import record_outcome, run_finished, run_started
+from tasks.governance.runs import INTERRUPTED, published_report, record_outcome, run_finished, run_started
 from tasks.retrieval.search import SearchCall, route
 from tasks.common.errors import UserError
 
@@ -118,11 +118,13 @@ def research_flow(question: str, task_id: str | None = None, library: str | None
                     outputs = _run(RunContext(request, trace_id, settings, names, target, budget, policy, client,
                                               view, counts, query_prefix))
             except BaseException as exc:
-                status, error = run_failure(exc, time.monotonic() - started)
-                view.fail(status, error, run_finished(trace_id, status, **counts, error=error, outputs={},
-                                                      elapsed_seconds=time.monotonic() - started,
-                                                      stage_history=view.trace.history))
-                raise
+                outputs = outputs_if_published(settings, trace_id, exc)
+                if outputs is None:
+                    status, error = run_failure(exc, time.monotonic() - started)
+                    view.fail(status, error, run_finished(trace_id, status, **counts, error=error, outputs={},
+                                                          elapsed_seconds=time.monotonic() - started,
+                                                          stage_history=view.trace.history))
+                    raise
             view.finish(outputs, run_finished(trace_id, "complete", **counts, outputs=outputs,
                                               elapsed_seconds=time.monotonic() - started,
                                               stage_history=view.trace.history))
@@ -148,12 +150,31 @@ def timed_flow(request: ResearchRequest):
     return research_flow.with_options(timeout_seconds=request.budget.timeout_seconds)
 
 
+def outputs_if_published(settings: Settings, trace_id: str, exc: BaseException) -> dict | None:
+    """What a run that raised leaves as its outputs when it had published its
+    report, its last step: it is complete, and whatever came after — a
+    worker that died (Prefect's console logging then raises SystemExit at
+    the next line), a Ctrl-C, the time budget — interrupted nothing of it.
+    None when it had not published it (or the lake cannot say)."""
+    try:
+        reports = published_report(settings, trace_id)
+    except Exception:  # the lake cannot say: the run ends as it raised
+        return None
+    if reports is None:
+        return None
+    return {"report": reports.get("html"), "reports": reports,
+            "after_the_report": f"{type(exc).__name__}: {exc}".splitlines()[0]}
+
+
 def run_failure(exc: BaseException, elapsed: float) -> tuple[str, str]:
     """The final status and one-line error of a run that raised. Prefect
     enforces the flow's timeout (the budget) by cancelling the flow body: what
-    reaches us then is a CancelledError with no message, not a TimeoutError."""
+    reaches us then is a CancelledError with no message, not a TimeoutError.
+    A run told to stop (Ctrl-C, SystemExit) is interrupted, not failed."""
     if isinstance(exc, asyncio.CancelledError):
         return "timed_out", f"TimeoutError: the run exceeded its time budget after {elapsed:.1f} s"
+    if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+        return INTERRUPTED, f"interrupted: {type(exc).__name__}: {exc}".splitlines()[0]
     if isinstance(exc, GateAbort):  # its message says what happened and what to do
         return "failed", str(exc).splitlines()[0]
     status = "timed_out" if "timeout" in type(exc).__name__.lower() else "failed"

@@ -35,8 +35,8 @@ if TYPE_CHECKING:
     from tasks.governance.trace import TraceLog
 
 OUTPUT_FILE = "output.json"
-FINAL_STATUSES = ("complete", "failed", "timed_out")
-INTERRUPTED = "interrupted"  # its process ended before it did (killed, crashed, the machine stopped)
+INTERRUPTED = "interrupted"  # its process ended, or was told to stop, before it did (killed, crashed, Ctrl-C)
+FINAL_STATUSES = ("complete", "failed", "timed_out", INTERRUPTED)
 
 
 def as_json(value: Any) -> str:
@@ -104,7 +104,7 @@ def run_finished(trace_id: str, status: str, *, candidate_count: int = 0, filter
                  publisher_count: int = 0, elapsed_seconds: float = 0.0,
                  stage_history: Sequence[StageRecord | Mapping] = (), outputs: Mapping[str, Any] | None = None,
                  error: str | None = None) -> RunRecord:
-    """The run's row closed with its final status (complete | failed | timed_out)."""
+    """The run's row closed with its final status (complete | failed | timed_out | interrupted)."""
     if status not in FINAL_STATUSES:
         raise ValueError(f"run status {status!r} is not one of {', '.join(FINAL_STATUSES)}")
     history = [s.to_dict() if isinstance(s, StageRecord) else dict(s) for s in stage_history]
@@ -119,6 +119,16 @@ def run_finished(trace_id: str, status: str, *, candidate_count: int = 0, filter
 def finish_run(settings: Settings, trace_id: str, status: str, **fields: Any) -> None:
     """run_finished(trace_id, status, **fields), committed alone."""
     commit_record(settings, run_finished(trace_id, status, **fields))
+
+
+def published_report(settings: Settings, trace_id: str) -> dict[str, str] | None:
+    """The report the run published, its last step ({md, html, json}: where
+    each is in the lake); None when it published none."""
+    with open_catalog(settings, "governed run: its report", read_only=True) as catalog:
+        rows = catalog.rows("run_report", [trace_id])
+        if not rows:
+            return None
+        return {name: catalog.lake.uri(key) for name, key in zip(("md", "html", "json"), rows[0])}
 
 
 @dataclass(frozen=True)

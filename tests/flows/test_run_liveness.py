@@ -5,21 +5,30 @@ real (SIGKILL), against the session's Prefect server:
   heartbeats) the run reads `interrupted` in the `runs` view, in
   `searchlake tasks` and on the page, with no other run started and
   nothing written by anyone;
+- only the Prefect worker dies, while the flow run it started writes the
+  report: the orphaned flow process publishes it, then Prefect's console
+  logging, whose reader is gone, raises SystemExit at its next line; the
+  run is complete in the lake and in Prefect all the same.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
 import socket
 import subprocess
+import sys
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 from starlette.testclient import TestClient
-from tests.conftest import harness_api_url
-from tests.research_helpers import BUDGET_ENV, PROVIDER_KEYS, QUESTION
+from tests.conftest import PROJECT, harness_api_url
+from tests.research_helpers import BUDGET_ENV, PROVIDER_KEYS, QUESTION, write_library
 
 HEARTBEAT = "0.5"  # s: the lease is four of them
 GENEROUS = 120.0  # s: how long a test waits for what should come within seconds
@@ -98,3 +107,122 @@ def test_a_killed_research_process_reads_interrupted_everywhere_within_its_lease
     assert home.status_code == task.status_code == 200
     assert '<span class="status interrupted">interrupted</span>' in home.text
     assert "latest run <a" in task.text and ">interrupted</a>" in task.text
+
+
+# -- only the worker dies ----------------------------------------------------------
+
+class HeldLLM(ThreadingHTTPServer):
+    """An OpenAI-compatible endpoint on 127.0.0.1 that answers nothing usable
+    (every caller falls back to what it does without a model), and holds
+    the report's synthesis request until released: the test kills the
+    worker meanwhile."""
+
+    daemon_threads = True
+
+    def __init__(self):
+        super().__init__(("127.0.0.1", 0), _HeldLLMHandler)
+        self.synthesis_asked = threading.Event()
+        self.release = threading.Event()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/v1"
+
+
+class _HeldLLMHandler(BaseHTTPRequestHandler):
+    server: HeldLLM
+
+    def do_POST(self) -> None:  # noqa: N802 - stdlib name
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        if b"research synthesis agent" in body and not self.server.release.is_set():
+            self.server.synthesis_asked.set()
+            self.server.release.wait(GENEROUS)
+        answer = json.dumps({"id": "c1", "object": "chat.completion", "model": "held",
+                             "choices": [{"index": 0, "finish_reason": "stop",
+                                          "message": {"role": "assistant", "content": "no answer here"}}],
+                             "usage": {"prompt_tokens": 1, "completion_tokens": 1}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(answer)))
+        self.end_headers()
+        self.wfile.write(answer)
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture
+def held_llm():
+    server = HeldLLM()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server
+    server.release.set()
+    server.shutdown()
+
+
+def deploy_research(pool: str) -> str:
+    """A process work pool and a deployment of the research flow on it, run
+    from the project folder; the id of a flow run of it (library only)."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import WorkPoolCreate
+    from prefect.workers.process import ProcessWorker
+
+    async def deploy(parameters: dict) -> str:
+        async with get_client() as client:
+            await client.create_work_pool(WorkPoolCreate(
+                name=pool, type="process", base_job_template=ProcessWorker.get_default_base_job_template()))
+            flow_id = await client.create_flow_from_name("searchlake-research-deployment")
+            deployment_id = await client.create_deployment(
+                flow_id=flow_id, name=pool, work_pool_name=pool, entrypoint="flows/research.py:research_deployment",
+                path=str(PROJECT), job_variables={"working_dir": str(PROJECT)})
+            run = await client.create_flow_run_from_deployment(deployment_id, parameters=parameters)
+            return str(run.id)
+    return deploy
+
+
+def flow_run_state(flow_run_id: str):
+    from prefect.client.orchestration import get_client
+
+    async def read():
+        async with get_client() as client:
+            return (await client.read_flow_run(flow_run_id)).state
+    return asyncio.run(read())
+
+
+def test_a_run_whose_worker_died_after_it_published_its_report_is_complete(user, lake, tmp_path, held_llm):
+    env = user.env(**user.prefect, SEARCHLAKE_LLM_BASE_URL=held_llm.base_url, SEARCHLAKE_LLM_MODEL="held",
+                   SEARCHLAKE_LLM_API_KEY="held-key", SEARCHLAKE_MAX_QUERIES_PER_INTENT="1",
+                   SEARCHLAKE_RUN_HEARTBEAT_SECONDS=HEARTBEAT, PREFECT_WORKER_QUERY_SECONDS="1")
+    library = write_library(tmp_path / "library")
+    flow_run_id = asyncio.run(deploy_research("orphans")({
+        "question": QUESTION, "task_id": "orphaned", "library": str(library), "providers": ["library"], "target": 2}))
+    prefect = str(Path(sys.executable).with_name("prefect"))
+    with open(tmp_path / "worker.log", "w") as log:
+        worker = subprocess.Popen([prefect, "worker", "start", "--pool", "orphans"], cwd=PROJECT, env=env,
+                                  stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    flow_pid = None
+    try:
+        assert held_llm.synthesis_asked.wait(GENEROUS), (tmp_path / "worker.log").read_text()[-3000:]
+        flow_pid = run_row(lake, "orphaned")["pid"]  # the flow's own process, which the worker started
+        assert flow_pid != worker.pid
+        os.kill(worker.pid, signal.SIGKILL)  # the worker alone: the flow process goes on, orphaned
+        worker.wait(timeout=60)
+        held_llm.release.set()  # the report goes out; the flow's next log line meets no reader
+
+        row = wait_for(lambda: (row := run_row(lake, "orphaned"))["status"] != "running" and row,
+                       "the run to end")
+        assert (row["status"], row["error"]) == ("complete", None)
+        ((outputs,),) = lake.rows("SELECT outputs FROM runs WHERE task_id = 'orphaned'")
+        assert json.loads(outputs)["after_the_report"] == "SystemExit: 1"  # what came after it, said
+        assert lake.rows("SELECT count(*) FROM reports WHERE task_id = 'orphaned'") == [(1,)]
+        state = wait_for(lambda: (state := flow_run_state(flow_run_id)).is_final() and state,
+                         "the flow run to reach a final state")
+        assert state.is_completed(), state
+    finally:
+        held_llm.release.set()
+        for pid in (worker.pid, flow_pid):
+            if pid is not None:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
