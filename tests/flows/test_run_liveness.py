@@ -8,7 +8,10 @@ real (SIGKILL), against the session's Prefect server:
 - only the Prefect worker dies, while the flow run it started writes the
   report: the orphaned flow process publishes it, then Prefect's console
   logging, whose reader is gone, raises SystemExit at its next line; the
-  run is complete in the lake and in Prefect all the same.
+  run is complete in the lake and in Prefect all the same;
+- and Prefect's side: every flow run beats often enough for the shipped
+  zombie-flow-runs automation, which Prefect accepts, to crash the runs that
+  stop beating and no other.
 """
 
 from __future__ import annotations
@@ -226,3 +229,47 @@ def test_a_run_whose_worker_died_after_it_published_its_report_is_complete(user,
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
+
+
+# -- Prefect's side: heartbeats and the zombie-flow-runs automation --------------------
+
+def test_the_zombie_flow_runs_automation_is_one_prefect_accepts_and_every_run_beats_often_enough(prefect_engine):
+    """automations/zombie-flow-runs.yaml, created as `prefect automation
+    create --from-file` creates it: Prefect's documented recipe (a proactive
+    trigger after a heartbeat, expecting the next one or a final state,
+    crashing the run). Every flow run of searchlake beats at least four
+    times within its window: the deployments (prefect.yaml) and the
+    processes of searchlake's own commands."""
+    import yaml
+    from prefect.client.orchestration import get_client
+    from prefect.events.schemas.automations import AutomationCore, Posture
+
+    from flows.common import FLOW_HEARTBEAT_SECONDS
+    spec = AutomationCore.model_validate(yaml.safe_load((PROJECT / "automations/zombie-flow-runs.yaml").read_text()))
+
+    async def create_and_read():
+        async with get_client() as client:
+            return await client.read_automation(await client.create_automation(spec))
+    created = asyncio.run(create_and_read())
+    trigger = created.trigger
+    assert trigger.posture == Posture.Proactive and trigger.after == {"prefect.flow-run.heartbeat"}
+    assert {"prefect.flow-run.heartbeat", "prefect.flow-run.Completed", "prefect.flow-run.Failed",
+            "prefect.flow-run.TimedOut", "prefect.flow-run.Crashed"} <= trigger.expect
+    assert trigger.for_each == {"prefect.resource.id"} and trigger.threshold == 1
+    assert trigger.match.root == {"prefect.resource.id": "prefect.flow-run.*"}
+    (action,) = created.actions
+    assert action.type == "change-flow-run-state" and action.state == "CRASHED"
+    window = trigger.within.total_seconds()
+
+    deployments = yaml.safe_load((PROJECT / "prefect.yaml").read_text())["deployments"]
+    beats = {d["name"]: int(d["work_pool"]["job_variables"]["env"]["PREFECT_FLOWS_HEARTBEAT_FREQUENCY"])
+             for d in deployments}
+    assert beats and all(30 <= seconds <= window / 4 for seconds in beats.values()), beats  # 30: Prefect's minimum
+    assert 30 <= FLOW_HEARTBEAT_SECONDS <= window / 4
+
+    # a searchlake command's process beats that often unless told otherwise
+    env = {k: v for k, v in os.environ.items() if "HEARTBEAT_FREQUENCY" not in k}
+    said = subprocess.run([sys.executable, "-c", "import flows, prefect.settings as s; "
+                           "print(s.get_current_settings().flows.heartbeat_frequency)"],
+                          cwd=PROJECT, env=env, capture_output=True, text=True, timeout=120)
+    assert said.stdout.split() == [str(FLOW_HEARTBEAT_SECONDS)], said.stderr
