@@ -129,6 +129,12 @@ class Settings(_Settings):
         copy._sections = {**self._sections, **{type(section): section for section in sections}}
         return copy
 
+    def sections(self) -> list[SettingsSection]:
+        """Every settings section declared in the modules loaded (each
+        provider's own settings, once its module is loaded), as these
+        settings read them."""
+        return [self.section(cls) for cls in dict.fromkeys([*_DECLARED_SECTIONS, *self._sections])]
+
     def secret_values(self) -> tuple[str, ...]:
         """Every configured secret of these settings and of every section
         declared (a provider's key, once its module is loaded)."""

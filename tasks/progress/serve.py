@@ -53,10 +53,12 @@ class ServeError(UserError, RuntimeError):
 
 
 def build_app(settings: Settings, launcher: Launcher | None = None, *, host: str | None = None,
-              owner_key: str | None = None, poll: float = POLL_SECONDS,
+              owner_key: str | None = None, fingerprint_salt: str | None = None, poll: float = POLL_SECONDS,
               keepalive: float = KEEPALIVE_SECONDS) -> Starlette:
     """The app of a server bound to `host`; `owner_key` is the key of its
-    record (tasks/progress/handoff.py), which its own user's commands carry."""
+    record (tasks/progress/handoff.py), which its own user's commands carry,
+    and `fingerprint_salt` the salt of its settings' fingerprint there
+    (without one, it runs no handed-over run)."""
     root = run_logs_root(settings)
     access = Access(secret_value(settings.serve_token), owner_key)
 
@@ -85,7 +87,7 @@ def build_app(settings: Settings, launcher: Launcher | None = None, *, host: str
                                    headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
     routes = [Route("/health", health), Route("/runs", runs),
-              Route("/runs/{task_id}/{run_id}/events", events), *page_routes(settings, launcher, access)]
+              Route("/runs/{task_id}/{run_id}/events", events), *page_routes(settings, launcher, access, fingerprint_salt)]
     allowed_hosts = allowed_hosts_for(host or settings.serve_host, settings.serve_allowed_hosts)
     return protect(Starlette(routes=routes), allowed_hosts, access, settings.serve_max_body_bytes)
 
