@@ -28,6 +28,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import httpx
 import pytest
 from starlette.testclient import TestClient
 from tests.conftest import PROJECT, harness_api_url
@@ -104,12 +105,19 @@ def test_a_killed_research_process_reads_interrupted_everywhere_within_its_lease
     assert tasks.returncode == 0, tasks.stderr
     assert [(r["task_id"], r["last_status"]) for r in json.loads(tasks.stdout)] == [("killed", "interrupted")]
 
-    from tasks.progress.serve import build_app
+    from tasks.progress.serve import build_app, make_server
     with TestClient(build_app(settings), base_url="http://127.0.0.1") as page:
         home, task = page.get("/"), page.get("/tasks/killed")
     assert home.status_code == task.status_code == 200
     assert '<span class="status interrupted">interrupted</span>' in home.text
     assert "latest run <a" in task.text and ">interrupted</a>" in task.text
+    # the run's own page follows its events: their stream ends with the run's error, though none was written
+    ((trace_id,),) = lake.rows("SELECT trace_id FROM runs WHERE task_id = 'killed'")
+    with make_server(settings, "127.0.0.1", 0, ask_every=0.2) as server:
+        stream = httpx.get(f"{server.url}/runs/killed/{trace_id}/events", timeout=GENEROUS)
+    last = json.loads([line for line in stream.text.splitlines() if line.startswith("data:")][-1][5:])
+    assert (last["stepType"], last["status"]) == ("pipeline", "error")
+    assert last["payload"]["error"] == row["error"]
 
 
 # -- only the worker dies ----------------------------------------------------------
