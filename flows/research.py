@@ -163,7 +163,13 @@ def outputs_if_published(settings: Settings, trace_id: str, exc: BaseException) 
     if reports is None:
         return None
     return {"report": reports.get("html"), "reports": reports,
-            "after_the_report": f"{type(exc).__name__}: {exc}".splitlines()[0]}
+            "after_the_report": said(exc)}
+
+
+def said(exc: BaseException) -> str:
+    """An exception in one line: its type, and its message when it has one."""
+    message = str(exc).splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 
 
 def run_failure(exc: BaseException, elapsed: float) -> tuple[str, str]:
@@ -174,7 +180,7 @@ def run_failure(exc: BaseException, elapsed: float) -> tuple[str, str]:
     if isinstance(exc, asyncio.CancelledError):
         return "timed_out", f"TimeoutError: the run exceeded its time budget after {elapsed:.1f} s"
     if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-        return INTERRUPTED, f"interrupted: {type(exc).__name__}: {exc}".splitlines()[0]
+        return INTERRUPTED, f"interrupted: {said(exc)}"
     if isinstance(exc, GateAbort):  # its message says what happened and what to do
         return "failed", str(exc).splitlines()[0]
     status = "timed_out" if "timeout" in type(exc).__name__.lower() else "failed"
