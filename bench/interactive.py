@@ -77,14 +77,16 @@ def run_elapsed(home: Path, stdout: str) -> float:
 
 
 def stop_server(home: Path) -> None:
-    """Stop the background server the research commands started, and wait until it is gone."""
-    try:
-        pid = json.loads((home / "serve.json").read_text())["pid"]
-    except (OSError, ValueError, KeyError):
-        return
-    os.kill(pid, signal.SIGTERM)
-    while running(pid):
-        time.sleep(0.2)
+    """Stop the background servers the research commands started (their
+    records: serve-<pid>.json), and wait until they are gone."""
+    for record in home.glob("serve-*.json"):
+        try:
+            pid = json.loads(record.read_text())["pid"]
+            os.kill(pid, signal.SIGTERM)
+        except (OSError, ValueError, KeyError):
+            continue
+        while running(pid):
+            time.sleep(0.2)
 
 
 def running(pid: int) -> bool:

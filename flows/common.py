@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+FLOW_HEARTBEAT_SECONDS = 30  # Prefect's minimum; automations/zombie-flow-runs.yaml allows four of them
+
 
 def use_prefect_defaults() -> None:
     """Settings Prefect must see before it is imported; a value already in
@@ -14,6 +16,13 @@ def use_prefect_defaults() -> None:
     # Prefect's temporary server gives up after 20 s; on a busy machine it needs
     # longer (seen: 25 s), and waiting beats failing the run.
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
+    # A flow run tells Prefect it is alive this often (Prefect's default: 180
+    # s), so that automations/zombie-flow-runs.yaml, which crashes searchlake
+    # flow runs silent for 120 s, never takes one of ours for dead. The
+    # deployments' runs get it from prefect.yaml: Prefect is imported there
+    # before this runs.
+    if not {"PREFECT_FLOWS_HEARTBEAT_FREQUENCY", "PREFECT_RUNNER_HEARTBEAT_FREQUENCY"} & set(os.environ):
+        os.environ["PREFECT_FLOWS_HEARTBEAT_FREQUENCY"] = str(FLOW_HEARTBEAT_SECONDS)
 
 
 def retry_when_busy(task, task_run, state) -> bool:

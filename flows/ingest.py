@@ -5,6 +5,7 @@ landing folder's handled files move to its processed/ or refused/ subfolder
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from prefect import flow, get_run_logger, task
@@ -15,10 +16,43 @@ from prefect.states import Failed
 from flows.artifacts import bundles_landed_event, refusals_artifact
 from flows.common import retry_when_busy
 from flows.consolidate import consolidate_task
+from tasks.common.errors import UserError
 from tasks.lake.catalog import commit_scope, open_catalog
 from tasks.common.settings import Settings
 from tasks.lake.landing import land_files
 from tasks.lake.landing_folder import file_away, prepare_landing_folder, waiting_files
+
+
+class FilesRefused(UserError, RuntimeError):
+    """An ingest refused files: the exception of its Failed state. Its
+    message names the count and the first refusal; `summary` is what the run
+    did (landed, refused, moved, consolidated)."""
+
+    def __init__(self, message: str, summary: dict):
+        super().__init__(message, summary)  # both in args: the exception pickles as Prefect stores it
+
+    @property
+    def summary(self) -> dict:
+        return self.args[1]
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
+class _RefusalsAreNoCrash(logging.Filter):
+    """Prefect's engine, which runs a deployment's flow run in a process of
+    its own, raises the exception of a Failed run once the run has ended and
+    logs it again, with a traceback, as "Engine execution exited with
+    unexpected exception". For an ingest that refused files, that line says
+    nothing the run's state, its warnings and its artifact do not, and
+    log-based alerts take the traceback for a crash: it is left out. Every
+    other exception is logged as Prefect logs it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], FilesRefused))
+
+
+logging.getLogger("prefect.flow_runs").addFilter(_RefusalsAreNoCrash())
 
 
 @task(name="land-bundle-files", retries=3, retry_delay_seconds=[5, 15, 45],
@@ -65,7 +99,9 @@ def ingest_flow(paths: list[str] | None = None, landing: str | None = None, task
     A run that refused files ends Failed — after the good files landed and
     their tasks were consolidated — so that Prefect's notifications and
     automations on failed runs report it; the refusals are its table
-    artifact `ingest-refusals` and its `searchlake.ingest.refused` event."""
+    artifact `ingest-refusals` and its `searchlake.ingest.refused` event.
+    The Failed state's exception is FilesRefused, whose `summary` is what
+    the run did; called directly, the flow raises it."""
     waiting = scan_landing_task(landing) if landing is not None else []
     files = list(paths or []) + waiting
     with commit_scope(flow_run_id=flow_run.get_id()):
@@ -76,11 +112,16 @@ def ingest_flow(paths: list[str] | None = None, landing: str | None = None, task
         if consolidate:
             summary["consolidated"] = [consolidate_task(task) for task in summary["tasks"]]
     if summary["refused"]:
-        return Failed(message=f"refused {len(summary['refused'])} of {len(files)} files "
-                              f"(landed {summary['landed']} bundles): {summary['refused'][0]}", data=summary)
+        message = (f"refused {len(summary['refused'])} of {len(files)} files "
+                   f"(landed {summary['landed']} bundles): {summary['refused'][0]}")
+        # An exception as the state's data: Prefect can raise it (a plain dict it cannot, and says so with a TypeError)
+        return Failed(message=message, data=FilesRefused(message, summary))
     return summary
 
 
 if __name__ == "__main__":
     import sys
-    ingest_flow(sys.argv[1:] or None, landing=None if sys.argv[1:] else "data/landing")
+    try:
+        ingest_flow(sys.argv[1:] or None, landing=None if sys.argv[1:] else "data/landing")
+    except FilesRefused as refused:
+        sys.exit(f"error: {refused.line}")

@@ -39,7 +39,8 @@ from tasks.common.http import make_client
 from tasks.governance.preflight import preflight
 from tasks.retrieval.providers.registry import enabled_names, provider_class
 from tasks.governance.filters import aggregate_publishers
-from tasks.governance.runs import record_outcome, run_finished, run_started
+from tasks.governance.heartbeat import keep_alive, lease_seconds
+from tasks.governance.runs import INTERRUPTED, published_report, record_outcome, run_finished, run_started
 from tasks.retrieval.search import SearchCall, route
 from tasks.common.errors import UserError
 
@@ -107,22 +108,26 @@ def research_flow(question: str, task_id: str | None = None, library: str | None
         end_dead_runs(settings)  # runs whose process died end as interrupted first (a resumed one among them)
         view = RunView(settings, task_id, trace_id)
         view.begin(run_plan_lines(trace_id, task_id, question, names, target, budget, policy, policy_source),
-                   run_started(trace_id, task_id, question, demand_id, policy_source, budget, policy))
+                   run_started(trace_id, task_id, question, demand_id, policy_source, budget, policy,
+                               lease_seconds=lease_seconds(settings)))
         started = time.monotonic()
         counts = {"candidate_count": 0, "filtered_count": 0, "publisher_count": 0}
-        try:
-            with make_client(settings) as client:
-                outputs = _run(RunContext(request, trace_id, settings, names, target, budget, policy, client, view,
-                                          counts, query_prefix))
-        except BaseException as exc:
-            status, error = run_failure(exc, time.monotonic() - started)
-            view.fail(status, error, run_finished(trace_id, status, **counts, error=error, outputs={},
-                                                  elapsed_seconds=time.monotonic() - started,
-                                                  stage_history=view.trace.history))
-            raise
-        view.finish(outputs, run_finished(trace_id, "complete", **counts, outputs=outputs,
-                                          elapsed_seconds=time.monotonic() - started,
-                                          stage_history=view.trace.history))
+        with keep_alive(settings, trace_id, task_id):  # should this process die, readers see the run interrupted
+            try:
+                with make_client(settings) as client:
+                    outputs = _run(RunContext(request, trace_id, settings, names, target, budget, policy, client,
+                                              view, counts, query_prefix))
+            except BaseException as exc:
+                outputs = outputs_if_published(settings, trace_id, exc)
+                if outputs is None:
+                    status, error = run_failure(exc, time.monotonic() - started)
+                    view.fail(status, error, run_finished(trace_id, status, **counts, error=error, outputs={},
+                                                          elapsed_seconds=time.monotonic() - started,
+                                                          stage_history=view.trace.history))
+                    raise
+            view.finish(outputs, run_finished(trace_id, "complete", **counts, outputs=outputs,
+                                              elapsed_seconds=time.monotonic() - started,
+                                              stage_history=view.trace.history))
         research_counts_artifact(task_id, outputs, counts, time.monotonic() - started)
     return {"trace_id": trace_id, "task_id": task_id, "providers": names, **outputs}
 
@@ -145,12 +150,37 @@ def timed_flow(request: ResearchRequest):
     return research_flow.with_options(timeout_seconds=request.budget.timeout_seconds)
 
 
+def outputs_if_published(settings: Settings, trace_id: str, exc: BaseException) -> dict | None:
+    """What a run that raised leaves as its outputs when it had published its
+    report, its last step: it is complete, and whatever came after — a
+    worker that died (Prefect's console logging then raises SystemExit at
+    the next line), a Ctrl-C, the time budget — interrupted nothing of it.
+    None when it had not published it (or the lake cannot say)."""
+    try:
+        reports = published_report(settings, trace_id)
+    except Exception:  # the lake cannot say: the run ends as it raised
+        return None
+    if reports is None:
+        return None
+    return {"report": reports.get("html"), "reports": reports,
+            "after_the_report": said(exc)}
+
+
+def said(exc: BaseException) -> str:
+    """An exception in one line: its type, and its message when it has one."""
+    message = str(exc).splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
 def run_failure(exc: BaseException, elapsed: float) -> tuple[str, str]:
     """The final status and one-line error of a run that raised. Prefect
     enforces the flow's timeout (the budget) by cancelling the flow body: what
-    reaches us then is a CancelledError with no message, not a TimeoutError."""
+    reaches us then is a CancelledError with no message, not a TimeoutError.
+    A run told to stop (Ctrl-C, SystemExit) is interrupted, not failed."""
     if isinstance(exc, asyncio.CancelledError):
         return "timed_out", f"TimeoutError: the run exceeded its time budget after {elapsed:.1f} s"
+    if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+        return INTERRUPTED, f"interrupted: {said(exc)}"
     if isinstance(exc, GateAbort):  # its message says what happened and what to do
         return "failed", str(exc).splitlines()[0]
     status = "timed_out" if "timeout" in type(exc).__name__.lower() else "failed"

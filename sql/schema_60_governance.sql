@@ -49,6 +49,19 @@ ALTER TABLE run_log ADD COLUMN IF NOT EXISTS process_started VARCHAR;  -- when t
 -- The Prefect flow run that ran it (its trace_id, for runs of the research
 -- flow; NULL for a run outside Prefect). Added to catalogs made before it.
 ALTER TABLE run_log ADD COLUMN IF NOT EXISTS flow_run_id VARCHAR;
+-- How long the run may go without a sign of life (its start, a heartbeat)
+-- before readers take it for interrupted: its process would have beaten by
+-- then (tasks/governance/heartbeat.py). NULL for runs recorded before it:
+-- only their closing row ends them. Added to catalogs made before it.
+ALTER TABLE run_log ADD COLUMN IF NOT EXISTS lease_seconds DOUBLE;
+
+-- A run in progress says it is alive: one row per run and heartbeat, never
+-- updated (inserts never conflict with another writer's; the runs view
+-- keeps each run's latest).
+CREATE TABLE IF NOT EXISTS run_heartbeat_log (
+    trace_id VARCHAR NOT NULL,
+    "at"     TIMESTAMPTZ NOT NULL
+);
 
 -- Every stage/gate/run event, as also appended to the run's trace.jsonl.
 CREATE TABLE IF NOT EXISTS run_event_log (

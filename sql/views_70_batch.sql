@@ -6,7 +6,7 @@ CREATE OR REPLACE VIEW batch_answers AS
     WITH latest_run AS (
         SELECT task_id, status, elapsed_seconds,
                row_number() OVER (PARTITION BY task_id ORDER BY started_at DESC) AS newest
-        FROM run_log
+        FROM runs  -- as judged there: a run whose process died is interrupted
     )
     SELECT b.batch_id, b."row", b.question, b.task_id,
            coalesce(r.status, 'pending') AS status,

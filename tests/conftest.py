@@ -22,6 +22,7 @@ from tasks.lake.landing import land_files
 from tests.postgres_server import PostgresUnavailable, running_postgres
 
 CAPTURED = "2026-03-01T12:00:00Z"
+PROJECT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="session")
@@ -44,6 +45,37 @@ def prefect_artifacts(key: str) -> list:
         async with get_client() as client:
             return await client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])))
     return sorted(asyncio.run(read()), key=lambda a: a.created, reverse=True)
+
+
+def harness_api_url() -> str:
+    """The API of the session's Prefect server (`prefect_engine`), for processes started by a test."""
+    from prefect.settings import PREFECT_API_URL
+    return str(PREFECT_API_URL.value())
+
+
+def flow_run_in_engine_process(flow, entrypoint: str, parameters: dict, env: dict[str, str],
+                               timeout: float = 300) -> tuple[object, subprocess.CompletedProcess]:
+    """Run `flow` as a process worker runs a deployment's flow run: created
+    on the session's Prefect server, then executed by `python -m
+    prefect.engine` in a process of its own (from the project folder).
+    Returns the flow run as Prefect keeps it, and what the process printed."""
+    import asyncio
+    from prefect.client.orchestration import get_client
+
+    async def create():
+        async with get_client() as client:
+            return await client.create_flow_run(flow, parameters=parameters)
+
+    async def read(flow_run_id):
+        async with get_client() as client:
+            return await client.read_flow_run(flow_run_id)
+
+    created = asyncio.run(create())
+    done = subprocess.run([sys.executable, "-m", "prefect.engine"], capture_output=True, text=True, timeout=timeout,
+                          cwd=PROJECT, env={**env, "PREFECT_API_URL": harness_api_url(),
+                                            "PREFECT__FLOW_RUN_ID": str(created.id),
+                                            "PREFECT__FLOW_ENTRYPOINT": entrypoint})
+    return asyncio.run(read(created.id)), done
 
 
 def prefect_events(name: str, wait: float = 30.0) -> list:
@@ -183,6 +215,9 @@ def clean_env(home: Path) -> dict[str, str]:
     start a background server (a test that wants one says so)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SEARCHLAKE_")}
     env["SEARCHLAKE_HOME"] = str(home)
+    # The code under test, whatever folder the command runs in: an installed
+    # (editable) searchlake may point at another checkout.
+    env["PYTHONPATH"] = os.pathsep.join([str(PROJECT), *filter(None, [os.environ.get("PYTHONPATH")])])
     env["SEARCHLAKE_AUTOSERVE"] = "false"
     env["COLUMNS"] = "250"  # rich wraps tables at 80 columns otherwise
     return env

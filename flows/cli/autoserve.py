@@ -1,10 +1,13 @@
 """Finding — or starting — the `searchlake serve` a `research` command hands
-its run to, the way build tools keep a daemon: the first command starts the
-server in the background (its own session, 127.0.0.1, a free port, output
-appended to `<home>/serve.log`), later ones find it through
-`<home>/serve.json`, and the server stops by itself once it has had nothing
-to do for SEARCHLAKE_SERVE_IDLE_MINUTES. SEARCHLAKE_AUTOSERVE=false turns the
-starting off. A file lock makes commands started together start one server."""
+its run to, the way build tools keep a daemon: the first command of some
+settings starts a server of those settings in the background (its own
+session, 127.0.0.1, a free port, output appended to `<home>/serve.log`),
+later commands of the same settings find it through its record
+(`<home>/serve-<pid>.json`, tasks/progress/handoff.py), and the server stops
+by itself once it has had nothing to do for SEARCHLAKE_SERVE_IDLE_MINUTES.
+Commands of other settings get a server of their own, beside it; none runs
+in a server of other settings. SEARCHLAKE_AUTOSERVE=false turns the starting
+off. A file lock makes commands started together start one server."""
 
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ from pathlib import Path
 
 from flows.cli.common import err
 from tasks.common.settings import Settings
-from tasks.progress.handoff import ServeRecord, fingerprint
+from tasks.progress.handoff import ServeRecord
 
 LOG = "serve.log"
 LOCK = "serve.lock"
@@ -25,17 +28,30 @@ READY_TIMEOUT = 60.0  # s for a started server to answer (imports on a loaded ma
 HEALTH_TIMEOUT = 10.0
 
 
+def declare_run_settings() -> None:
+    """Load the providers' own settings (their keys and URLs), so that a
+    fingerprint of the settings covers them: a server and a command compare
+    the same values."""
+    import tasks.retrieval.providers.registry  # noqa: F401  (declares each provider's settings section)
+
+
 def server_for(config: Settings) -> ServeRecord | None:
     """The server of this home and these settings to run in: a running one,
     else (unless turned off) one started now; None means run here."""
-    record = ServeRecord.read(config)
-    if record is not None and record.fingerprint == fingerprint(config) and answers(record):
+    declare_run_settings()
+    running = ServeRecord.running(config)
+    if record := _serving(running, config):
         return record
     if config.autoserve:
         return start_server(config)
-    if record is not None and record.fingerprint != fingerprint(config):
-        say(f"the searchlake serve at {record.url} runs with other settings: running here")
+    if running:
+        say(f"the searchlake serve at {running[0].url} runs with other settings: running here")
     return None
+
+
+def _serving(records: list[ServeRecord], config: Settings) -> ServeRecord | None:
+    """The first of `records` whose server runs with these settings and answers."""
+    return next((record for record in records if record.serves(config) and answers(record)), None)
 
 
 def answers(record: ServeRecord) -> bool:
@@ -52,8 +68,7 @@ def start_server(config: Settings) -> ServeRecord | None:
     from filelock import FileLock, Timeout
     try:
         with FileLock(Path(config.home) / LOCK, timeout=READY_TIMEOUT + 30):
-            record = ServeRecord.read(config)
-            if record is not None and record.fingerprint == fingerprint(config) and answers(record):
+            if record := _serving(ServeRecord.running(config), config):
                 return record
             return _spawn(config)
     except Timeout:
@@ -73,8 +88,8 @@ def _spawn(config: Settings) -> ServeRecord | None:
         if process.poll() is not None:
             say(f"searchlake serve did not start (see {log}): running here")
             return None
-        record = ServeRecord.read(config)
-        if record is not None and record.pid == process.pid and answers(record):
+        record = ServeRecord.of(config, process.pid)
+        if record is not None and answers(record):
             say(f"started searchlake serve at {record.url} (pid {record.pid}, log {log}; it stops after "
                 f"{config.serve_idle_minutes:g} min idle; SEARCHLAKE_AUTOSERVE=false: no background server)")
             return record

@@ -27,7 +27,7 @@ def hand_off(config: Settings, request: ResearchRequest) -> str | None:
         return None
     import httpx
     from schemas.serve import HandoffRequest
-    body = HandoffRequest(**request.model_dump(), fingerprint=fingerprint(config))
+    body = HandoffRequest(**request.model_dump(), fingerprint=fingerprint(config, record.salt))
     try:
         response = httpx.post(f"{record.url}/api/research", content=body.model_dump_json(),
                               headers={"content-type": "application/json", **record.headers},

@@ -245,6 +245,7 @@ def serve(
 ) -> None:
     """Serve the web page (ask, watch, read) and the progress-event stream;
     `searchlake research` runs in this server while it is up."""
+    from flows.cli.autoserve import declare_run_settings
     from flows.launcher import ResearchLauncher
     from tasks.progress.handoff import ServeRecord, fingerprint, new_key, remove_record
     from tasks.progress.serve import ServeError, make_server
@@ -252,9 +253,10 @@ def serve(
         raise UserError(f"--idle-minutes must be more than 0, not {idle_minutes:g}")
     config = settings()
     launcher = ResearchLauncher(config)
-    key = new_key()
+    key, salt = new_key(), new_key()
+    declare_run_settings()  # the fingerprint covers the providers' keys and URLs, as the commands' does
     try:
-        server = make_server(config, host, port, launcher, owner_key=key)
+        server = make_server(config, host, port, launcher, owner_key=key, fingerprint_salt=salt)
     except ServeError as exc:
         raise UserError(str(exc)) from None
     launcher.warm_up()
@@ -264,7 +266,7 @@ def serve(
     # uvicorn re-raises a caught SIGTERM once it has shut down: make that end
     # like Ctrl-C, so the record below is removed
     signal.signal(signal.SIGTERM, _interrupt)
-    ServeRecord(server.url, os.getpid(), fingerprint(config), key).write(config)
+    ServeRecord(server.url, os.getpid(), fingerprint(config, salt), key, salt).write(config)
     stops = f"stops after {idle_minutes:g} min idle or on Ctrl-C" if idle_minutes else "Ctrl-C stops it"
     err.print(f"searchlake on {server.url}/  (lake {config.lake_root}; pid {os.getpid()}; {stops})",
               markup=False, highlight=False)

@@ -129,6 +129,12 @@ class Settings(_Settings):
         copy._sections = {**self._sections, **{type(section): section for section in sections}}
         return copy
 
+    def sections(self) -> list[SettingsSection]:
+        """Every settings section declared in the modules loaded (each
+        provider's own settings, once its module is loaded), as these
+        settings read them."""
+        return [self.section(cls) for cls in dict.fromkeys([*_DECLARED_SECTIONS, *self._sections])]
+
     def secret_values(self) -> tuple[str, ...]:
         """Every configured secret of these settings and of every section
         declared (a provider's key, once its module is loaded)."""
@@ -215,6 +221,9 @@ class Settings(_Settings):
     fetch_top: int = Field(default=3, ge=0, le=50, description="How many top results the content fetch reads")
     allow_private_fetch: bool = Field(default=False, description=(
         "Let the fetcher reach private, loopback and link-local addresses"))
+    run_heartbeat_seconds: float = Field(default=15.0, gt=0, le=600, description=(
+        "A research run in progress records a heartbeat this often (seconds); a run with no sign of life for "
+        "4 heartbeats reads as interrupted"))
 
     # LLM (any OpenAI-compatible endpoint)
     llm_base_url: str | None = Field(default=None, description=(

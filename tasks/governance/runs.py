@@ -35,8 +35,8 @@ if TYPE_CHECKING:
     from tasks.governance.trace import TraceLog
 
 OUTPUT_FILE = "output.json"
-FINAL_STATUSES = ("complete", "failed", "timed_out")
-INTERRUPTED = "interrupted"  # its process ended before it did (killed, crashed, the machine stopped)
+INTERRUPTED = "interrupted"  # its process ended, or was told to stop, before it did (killed, crashed, Ctrl-C)
+FINAL_STATUSES = ("complete", "failed", "timed_out", INTERRUPTED)
 
 
 def as_json(value: Any) -> str:
@@ -77,30 +77,34 @@ def commit_record(settings: Settings, record: RunRecord, lines: Callable[[Catalo
 
 
 def run_started(trace_id: str, task_id: str, question: str, demand_id: str | None, policy_source: str,
-                budget: Budget, policy: Policy | None = None, process: ProcessIdentity | None = None) -> RunRecord:
+                budget: Budget, policy: Policy | None = None, process: ProcessIdentity | None = None,
+                lease_seconds: float | None = None) -> RunRecord:
     """The `runs` row of a run that begins (status 'running'), with the
-    process that runs it (this one unless told); committing it again for
-    the same trace changes nothing."""
+    process that runs it (this one unless told) and its lease: how long it
+    may go without a heartbeat (tasks/governance/heartbeat.py) before
+    readers take it for interrupted (None: only its closing row ends it).
+    Committing it again for the same trace changes nothing."""
     process = process or ProcessIdentity.current()
     params = {"trace_id": trace_id, "task_id": task_id, "question": question, "demand_id": demand_id,
               "policy_source": policy_source, "budget": as_json(budget.to_dict()),
               "policy": as_json(policy.to_dict()) if policy else None, "host": process.host, "pid": process.pid,
-              "process_started": process.started, "flow_run_id": current_flow_run()}
+              "process_started": process.started, "flow_run_id": current_flow_run(),
+              "lease_seconds": lease_seconds}
     return RunRecord("run started", lambda cat: cat.run("run_start", params), task_id=task_id)
 
 
 def start_run(settings: Settings, trace_id: str, task_id: str, question: str, demand_id: str | None,
               policy_source: str, budget: Budget, policy: Policy | None = None,
-              process: ProcessIdentity | None = None) -> None:
+              process: ProcessIdentity | None = None, lease_seconds: float | None = None) -> None:
     commit_record(settings, run_started(trace_id, task_id, question, demand_id, policy_source, budget, policy,
-                                        process))
+                                        process, lease_seconds))
 
 
 def run_finished(trace_id: str, status: str, *, candidate_count: int = 0, filtered_count: int = 0,
                  publisher_count: int = 0, elapsed_seconds: float = 0.0,
                  stage_history: Sequence[StageRecord | Mapping] = (), outputs: Mapping[str, Any] | None = None,
                  error: str | None = None) -> RunRecord:
-    """The run's row closed with its final status (complete | failed | timed_out)."""
+    """The run's row closed with its final status (complete | failed | timed_out | interrupted)."""
     if status not in FINAL_STATUSES:
         raise ValueError(f"run status {status!r} is not one of {', '.join(FINAL_STATUSES)}")
     history = [s.to_dict() if isinstance(s, StageRecord) else dict(s) for s in stage_history]
@@ -115,6 +119,16 @@ def run_finished(trace_id: str, status: str, *, candidate_count: int = 0, filter
 def finish_run(settings: Settings, trace_id: str, status: str, **fields: Any) -> None:
     """run_finished(trace_id, status, **fields), committed alone."""
     commit_record(settings, run_finished(trace_id, status, **fields))
+
+
+def published_report(settings: Settings, trace_id: str) -> dict[str, str] | None:
+    """The report the run published, its last step ({md, html, json}: where
+    each is in the lake); None when it published none."""
+    with open_catalog(settings, "governed run: its report", read_only=True) as catalog:
+        rows = catalog.rows("run_report", [trace_id])
+        if not rows:
+            return None
+        return {name: catalog.lake.uri(key) for name, key in zip(("md", "html", "json"), rows[0])}
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,8 @@ import asyncio
 import json
 import re
 import threading
-from collections.abc import AsyncIterator, Callable, Iterable
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -86,7 +87,7 @@ class EventLog:
         return cls(events_path(run_logs_root(settings), task_id, run_id))
 
     def emit(self, event: ProgressEvent) -> None:
-        line = json.dumps(event.to_wire(), ensure_ascii=False, separators=(",", ":"))
+        line = _wire_line(event)
         with self._lock:
             self._handle.write(line + "\n")
             self._handle.flush()
@@ -119,9 +120,17 @@ def end_log(path: Path, error: str | None) -> None:
             log.emit(ProgressEvent(step_id=PIPELINE, step_type=PIPELINE, status="complete", progress=1.0,
                                    label=events[0].label))
         else:
-            log.emit(ProgressEvent(step_id=PIPELINE, step_type=PIPELINE, status="error",
-                                   progress=events[-1].progress, label=events[0].label,
-                                   payload=EventPayload(error=error)))
+            log.emit(_error_event(events[0], events[-1], error))
+
+
+def _error_event(first: ProgressEvent, last: ProgressEvent, error: str) -> ProgressEvent:
+    """The error event that ends a run's log at the progress it reached."""
+    return ProgressEvent(step_id=PIPELINE, step_type=PIPELINE, status="error", progress=last.progress,
+                         label=first.label, payload=EventPayload(error=error))
+
+
+def _wire_line(event: ProgressEvent) -> str:
+    return json.dumps(event.to_wire(), ensure_ascii=False, separators=(",", ":"))
 
 
 def parse_line(line: str) -> ProgressEvent | None:
@@ -229,19 +238,34 @@ class ProgressTracker:
         return self._emit(PIPELINE, PIPELINE, self.label, "error", error=error, metadata=metadata)
 
 
-async def follow_events(handle, *, follow: bool, poll: float = 0.1) -> AsyncIterator[tuple[str, ProgressEvent]]:
+async def follow_events(handle, *, follow: bool, poll: float = 0.1,
+                        ended: Callable[[], Awaitable[str | None]] | None = None,
+                        ask_every: float = 5.0) -> AsyncIterator[tuple[str, ProgressEvent]]:
     """The events of a run's log as (line, event), from the first; with
     `follow`, keeps reading a log that is still being written until the run's
     terminal event. A partial last line is held back until its newline
-    arrives; a torn or foreign line is skipped, never ends the stream."""
+    arrives; a torn or foreign line is skipped, never ends the stream. A log
+    whose process died never gets its terminal event: while it is silent,
+    `ended()` is asked every `ask_every` seconds, and the error it returns
+    (the run reads interrupted) ends the stream with the run's error event,
+    as end_log would write it (nothing is written)."""
     pending = ""
+    first = last = None
+    asked = time.monotonic()
     while True:
         chunk = handle.readline()
         if not chunk:
             if not follow:
                 return
+            if ended is not None and last is not None and time.monotonic() - asked >= ask_every:
+                asked = time.monotonic()
+                if (error := await ended()) is not None:
+                    event = _error_event(first, last, error)
+                    yield _wire_line(event), event
+                    return
             await asyncio.sleep(poll)
             continue
+        asked = time.monotonic()
         pending += chunk
         if not pending.endswith("\n"):
             continue
@@ -249,6 +273,7 @@ async def follow_events(handle, *, follow: bool, poll: float = 0.1) -> AsyncIter
         event = parse_line(line)
         if event is None:
             continue
+        first, last = first or event, event
         yield line, event
         if event.is_terminal:
             return

@@ -7,10 +7,13 @@
 
 The stream sends each JSONL line of the run's log as `id: N` + `data: {json}`
 and keeps following the file until the run's terminal event (the pipeline's
-complete or error) or until the client goes away. `Last-Event-ID` resumes
+complete or error) or until the client goes away; a run whose process died
+writes none, so a silent stream asks the lake every few seconds whether its
+run reads interrupted (the runs view) and ends with that error. `Last-Event-ID` resumes
 after the N-th event (a browser's EventSource sends it when it reconnects);
-`?follow=0` sends what is there and closes. Streams read the JSONL file only:
-the catalog is never held while a stream is open.
+`?follow=0` sends what is there and closes. Streams read the JSONL file, and
+the catalog only in those short read-only sessions: it is never held while
+a stream is open.
 
 Starlette (with sse-starlette for the stream) under uvicorn. It binds to
 127.0.0.1 unless told otherwise, and beyond the loopback only with
@@ -33,6 +36,7 @@ from pathlib import Path
 import uvicorn
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
@@ -42,11 +46,13 @@ from tasks.lake.files import run_logs_root
 from tasks.progress.events import events_path, follow_events, list_runs
 from tasks.progress.request_deadline import with_request_deadline
 from tasks.progress.web.app import Launcher, page_routes
+from tasks.progress.web.pages import run_interruption
 from tasks.progress.web.guards import Access, protect
 from tasks.common.errors import UserError
 
 KEEPALIVE_SECONDS = 15.0
 POLL_SECONDS = 0.1
+ASK_EVERY_SECONDS = 5.0  # how often a silent stream asks the lake whether its run reads interrupted
 
 
 class ServeError(UserError, RuntimeError):
@@ -54,10 +60,12 @@ class ServeError(UserError, RuntimeError):
 
 
 def build_app(settings: Settings, launcher: Launcher | None = None, *, host: str | None = None,
-              owner_key: str | None = None, poll: float = POLL_SECONDS,
-              keepalive: float = KEEPALIVE_SECONDS) -> Starlette:
+              owner_key: str | None = None, fingerprint_salt: str | None = None, poll: float = POLL_SECONDS,
+              keepalive: float = KEEPALIVE_SECONDS, ask_every: float = ASK_EVERY_SECONDS) -> Starlette:
     """The app of a server bound to `host`; `owner_key` is the key of its
-    record (tasks/progress/handoff.py), which its own user's commands carry."""
+    record (tasks/progress/handoff.py), which its own user's commands carry,
+    and `fingerprint_salt` the salt of its settings' fingerprint there
+    (without one, it runs no handed-over run)."""
     root = run_logs_root(settings)
     access = Access(secret_value(settings.serve_token), owner_key)
 
@@ -82,19 +90,23 @@ def build_app(settings: Settings, launcher: Launcher | None = None, *, host: str
         if not path.is_file():
             return JSONResponse({"error": f"no events for run {task_id}/{run_id}"}, status_code=404)
         follow = request.query_params.get("follow", "1") not in ("0", "false")
-        return EventSourceResponse(_numbered(path, int(skip), follow, poll), ping=keepalive,
+
+        async def ended() -> str | None:  # a run whose process died writes no last event: the lake says it
+            return await run_in_threadpool(run_interruption, settings, run_id)
+
+        return EventSourceResponse(_numbered(path, int(skip), follow, poll, ended, ask_every), ping=keepalive,
                                    headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
     routes = [Route("/health", health), Route("/runs", runs),
-              Route("/runs/{task_id}/{run_id}/events", events), *page_routes(settings, launcher, access)]
+              Route("/runs/{task_id}/{run_id}/events", events), *page_routes(settings, launcher, access, fingerprint_salt)]
     allowed_hosts = allowed_hosts_for(host or settings.serve_host, settings.serve_allowed_hosts)
     return protect(Starlette(routes=routes), allowed_hosts, access, settings.serve_max_body_bytes)
 
 
-async def _numbered(path: Path, skip: int, follow: bool, poll: float):
+async def _numbered(path: Path, skip: int, follow: bool, poll: float, ended, ask_every: float):
     with open(path, encoding="utf-8") as handle:
         number = 0
-        async for line, _ in follow_events(handle, follow=follow, poll=poll):
+        async for line, _ in follow_events(handle, follow=follow, poll=poll, ended=ended, ask_every=ask_every):
             number += 1
             if number > skip:
                 yield ServerSentEvent(data=line, id=str(number))

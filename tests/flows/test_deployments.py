@@ -117,6 +117,9 @@ def test_deployed_schedules_create_runs(prefect_server):
     ingest = next(d for d in httpx.post(f"{api}/deployments/filter", json={}, timeout=10).json()
                   if d["name"] == "ingest-landing-folder")
     assert ingest["parameters"] == {"landing": "data/landing", "consolidate": True}
+    # every deployment's runs beat often enough for automations/zombie-flow-runs.yaml
+    for deployment in httpx.post(f"{api}/deployments/filter", json={}, timeout=10).json():
+        assert deployment["job_variables"]["env"]["PREFECT_FLOWS_HEARTBEAT_FREQUENCY"] == "30", deployment["name"]
     batch = next(d for d in httpx.post(f"{api}/deployments/filter", json={}, timeout=10).json()
                  if d["name"] == "research-batch")
     assert batch["parameters"] == {"questions": "data/samples/questions.txt", "concurrency": 2}

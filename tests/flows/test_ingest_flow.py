@@ -10,15 +10,18 @@ import os
 from datetime import date
 from pathlib import Path
 
-from tests.conftest import prefect_artifacts, prefect_events
+import pytest
+
+from tests.conftest import clean_env, flow_run_in_engine_process, prefect_artifacts, prefect_events
 
 
 def ingest(**options) -> tuple[object, dict]:
     """The ingest flow's final state and its summary (a run that refused
-    files ends Failed, its summary still the state's data)."""
-    from flows.ingest import ingest_flow
+    files ends Failed, its summary on the state's exception)."""
+    from flows.ingest import FilesRefused, ingest_flow
     state = ingest_flow(**options, return_state=True)
-    return state, state.result(raise_on_failure=False)
+    result = state.result(raise_on_failure=False)
+    return state, result.summary if isinstance(result, FilesRefused) else result
 
 
 class Lines(logging.Handler):
@@ -79,6 +82,34 @@ def test_landed_files_are_filed_away_and_never_read_again(prefect_engine, lake, 
     landing.write(new_bundle("q1", [new_item("https://a.example/1", 0.9)], task_id="drop"))  # dropped again
     third = ingest_flow(landing=str(landing.folder))
     assert third["unchanged"] == 1 and (landing.folder / "processed" / today / "q1.1.json").is_file()
+
+
+def test_a_run_that_refused_files_fails_with_its_reason_and_no_traceback(prefect_engine, settings, tmp_path):
+    """As a process worker runs the deployment (`python -m prefect.engine`):
+    the run ends Failed with the refusal as its message, and its log holds
+    no traceback for log-based alerts to take for a crash (Prefect could
+    not raise a dict as the failure: `TypeError: Unexpected result for failed
+    state`); called in-process, the flow raises the refusal with what it did."""
+    from flows.ingest import ingest_flow
+    from tests.conftest import BundleFiles
+    landing = BundleFiles(tmp_path / "landing")
+    landing.write_text('{"query_id": "q3", "results": "not a list"', "broken.json")
+
+    flow_run, done = flow_run_in_engine_process(ingest_flow, "flows/ingest.py:ingest_flow",
+                                                {"landing": str(landing.folder)}, clean_env(Path(settings.home)))
+    log = done.stdout + done.stderr
+    assert flow_run.state.is_failed(), log
+    assert flow_run.state.message.startswith("refused 1 of 1 files (landed 0 bundles): refused "), log
+    assert "broken.json: truncated" in log  # the refusal is said, as a warning
+    assert "Traceback" not in log and "TypeError" not in log, log
+    assert done.returncode == 0
+
+    from flows.ingest import FilesRefused
+    landing.write_text('{"query_id": "q4"}', "also-broken.json")
+    with pytest.raises(FilesRefused) as refused:
+        ingest_flow(landing=str(landing.folder))
+    assert str(refused.value).startswith("refused 1 of 1 files (landed 0 bundles): refused ")
+    assert refused.value.summary["moved"] == {"processed": 0, "refused": 1}
 
 
 def test_hostile_files_are_refused_filed_away_and_the_rest_lands(prefect_engine, lake, tmp_path,

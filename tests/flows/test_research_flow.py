@@ -408,6 +408,37 @@ def test_timeout_ends_the_run_and_keeps_what_landed(research):
     assert research.lake.consolidate("slow").sources_written > 0
 
 
+def test_a_run_told_to_stop_after_its_report_is_complete_and_before_it_interrupted(research, monkeypatch):
+    """The report is a run's last step: what stops the process after it
+    (SystemExit from a console whose reader is gone, Ctrl-C) interrupts
+    nothing of the run, which is complete, in the lake and in Prefect; the
+    same before it interrupts the run."""
+    from tasks.progress.events import read_events
+    publish = flows.research.report_research_task
+
+    def publish_then_stop(*args, **kwargs):
+        publish(*args, **kwargs)
+        raise SystemExit(1)
+
+    monkeypatch.setattr(flows.research, "report_research_task", publish_then_stop)
+    result = research.run(task_id="stopped-after", target=2)  # returns: the flow run completes
+    row = research.run_row("stopped-after")
+    assert (row["status"], row["error"]) == ("complete", None)
+    assert json.loads(row["outputs"])["after_the_report"] == "SystemExit: 1"
+    assert result["report"] == json.loads(row["outputs"])["report"] and Path(result["report"]).is_file()
+    events = research.jsonl("stopped-after", row["trace_id"], "events.jsonl")
+    assert (events[-1]["stepType"], events[-1]["status"]) == ("pipeline", "complete")
+
+    def stop(*args, **kwargs):
+        raise SystemExit(1)
+
+    monkeypatch.setattr(flows.research, "report_research_task", stop)
+    with pytest.raises(SystemExit):
+        research.run(task_id="stopped-before", target=2)
+    row = research.run_row("stopped-before")
+    assert (row["status"], row["error"]) == ("interrupted", "interrupted: SystemExit: 1")
+
+
 # -- (g) a corrupt policy row --------------------------------------------------------
 
 def test_corrupt_policy_row_runs_with_the_built_in_policy(research):
@@ -432,12 +463,12 @@ def test_ingest_flow_lands_consolidates_and_reports_refusals(prefect_engine, lak
                            task_id="inbox"))
     inbox.write_text('{"query_id": "q3", "results": "not a list"', "broken.json")
     state = ingest_flow([str(inbox.folder)], return_state=True)
-    summary = state.result(raise_on_failure=False)
+    summary = state.result(raise_on_failure=False).summary  # the Failed state's exception: FilesRefused
     assert state.is_failed() and summary["tasks"] == ["inbox"] and summary["landed"] == 2 and summary["items"] == 4
     assert len(summary["refused"]) == 1 and "broken.json" in summary["refused"][0]
     assert len(summary["consolidated"]) == 1
     assert [r["url"] for r in lake.consolidated("inbox")] == \
         ["https://a.example/1", "https://c.example/3", "https://b.example/2"]
     # a second pass over the same folder lands nothing new
-    again = ingest_flow([str(inbox.folder)], return_state=True).result(raise_on_failure=False)
+    again = ingest_flow([str(inbox.folder)], return_state=True).result(raise_on_failure=False).summary  # still refused
     assert again["landed"] == 0 and again["unchanged"] == 2

@@ -366,3 +366,59 @@ def test_a_catalog_made_before_runs_recorded_their_process_gains_the_columns(lak
     start_run(settings, trace_id, TASK, "Why?", None, "default", Budget())
     assert status_of(lake, trace_id)["pid"] == os.getpid()
 
+
+
+# -- the lease: a run whose process stopped beating reads as interrupted ------------
+
+def test_a_run_past_its_lease_reads_interrupted_and_a_heartbeat_brings_it_back(lake, settings, trace_id):
+    import time
+    from tasks.governance.heartbeat import beat
+    start_run(settings, trace_id, TASK, "Why?", None, "default", Budget(), lease_seconds=3)
+    assert status_of(lake, trace_id)["status"] == "running"  # within its lease
+    time.sleep(3.5)
+    lapsed = status_of(lake, trace_id)
+    assert lapsed["status"] == "interrupted" and lapsed["finished_at"] is not None
+    assert lapsed["error"] == (f"interrupted: the process that ran it (pid {os.getpid()} on {socket.gethostname()}) "
+                               "gave no sign of life for 3 s")
+    assert RunSummary.load(settings, trace_id).status == "interrupted"  # what `research` prints reads the same
+    # judged, not written: the process beats again (it was only kept from the catalog), the run is running
+    assert lake.rows("SELECT status FROM run_log WHERE trace_id = ?", [trace_id]) == [("running",)]
+    beat(settings, {trace_id: TASK})
+    assert status_of(lake, trace_id)["status"] == "running"
+
+
+def test_an_ended_run_and_a_run_recorded_without_a_lease_are_never_judged(lake, settings, trace_id):
+    import time
+    older = uuid.uuid4().hex
+    start_run(settings, trace_id, TASK, "Why?", None, "default", Budget(), lease_seconds=0.2)
+    finish_run(settings, trace_id, "complete")
+    start_run(settings, older, TASK, "Why?", None, "default", Budget())  # as runs of earlier versions were
+    time.sleep(0.5)
+    assert status_of(lake, trace_id)["status"] == "complete" and status_of(lake, older)["status"] == "running"
+
+
+def test_runs_in_progress_beat_together_and_stop_when_they_end(lake, settings, monkeypatch):
+    import time
+    from tasks.governance.heartbeat import _beating_for, keep_alive
+    from tasks.lake.history import lake_history
+    monkeypatch.setenv("SEARCHLAKE_RUN_HEARTBEAT_SECONDS", "0.2")
+    beating = Settings()
+    runs = [uuid.uuid4().hex for _ in range(3)]
+    for run in runs:
+        start_run(beating, run, TASK, "Why?", None, "default", Budget(), lease_seconds=0.8)
+    before = lake.rows("SELECT max(snapshot_id) FROM lake.snapshots()")[0][0]
+    with keep_alive(beating, runs[0], TASK), keep_alive(beating, runs[1], TASK), keep_alive(beating, runs[2], TASK):
+        time.sleep(2.0)
+        assert [status_of(lake, run)["status"] for run in runs] == ["running"] * 3  # past their lease, alive
+    deadline = time.monotonic() + 60
+    while _beating_for(beating).thread is not None:  # the beating stops once no run is left (a beat in flight lands)
+        assert time.monotonic() < deadline, "the heartbeat did not stop with the runs"
+        time.sleep(0.1)
+    beats = lake.rows("SELECT count(*), count(DISTINCT trace_id) FROM run_heartbeat_log")[0]
+    commits = lake.dicts("SELECT commit_message FROM lake.snapshots() WHERE snapshot_id > ?", [before])
+    assert beats[1] == 3 and beats[0] == 3 * len(commits) >= 3  # one commit per heartbeat, every run in it
+    assert {c["commit_message"] for c in commits} == {"heartbeat: 3 runs in progress"}
+    time.sleep(1.0)
+    assert [status_of(lake, run)["status"] for run in runs] == ["interrupted"] * 3
+    with open_catalog(settings, "test: history", read_only=True) as catalog:  # `searchlake history` leaves them out
+        assert not [entry for entry in lake_history(catalog, limit=100) if (entry.message or "").startswith("heartbeat")]

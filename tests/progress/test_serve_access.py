@@ -21,6 +21,7 @@ from tests.progress.test_serve_input import Recorder
 
 TOKEN = "correct-horse-battery-staple-42"
 OWNER_KEY = "key-of-the-process-that-runs-the-server"
+SALT = "the server's salt"  # of its settings' fingerprint (tasks/progress/handoff.py)
 
 
 @pytest.fixture
@@ -37,8 +38,8 @@ def with_token(settings, monkeypatch) -> Settings:
 def client_for(settings: Settings, launcher=None, host: str = "0.0.0.0", base: str = "http://127.0.0.1",
                owner_key: str | None = None) -> TestClient:
     """A client sending what the page's own forms and scripts send: the server's Origin."""
-    return TestClient(build_app(settings, launcher, host=host, owner_key=owner_key), base_url=base,
-                      headers={"Origin": base})
+    return TestClient(build_app(settings, launcher, host=host, owner_key=owner_key, fingerprint_salt=SALT),
+                      base_url=base, headers={"Origin": base})
 
 
 # -- binding ---------------------------------------------------------------------
@@ -257,7 +258,7 @@ def test_the_library_field_refuses_any_other_folder(settings, recorder, folders,
 
 def test_the_api_refuses_a_folder_that_is_not_offered(settings, recorder, folders):
     _, private, _ = folders
-    body = {"question": "solar", "fingerprint": fingerprint(settings), "library": str(private)}
+    body = {"question": "solar", "fingerprint": fingerprint(settings, SALT), "library": str(private)}
     with client_for(settings, recorder, host="127.0.0.1") as client:
         response = client.post("/api/research", json=body)
     assert response.status_code == 403
@@ -267,10 +268,10 @@ def test_the_api_refuses_a_folder_that_is_not_offered(settings, recorder, folder
 
 def test_the_servers_own_user_may_name_any_folder(settings, recorder, folders):
     """`searchlake research --library DIR` hands its run over with the key the
-    server wrote to $SEARCHLAKE_HOME/serve.json (readable by its user only):
+    server wrote to $SEARCHLAKE_HOME/serve-<pid>.json (readable by its user only):
     whoever can read that file can read the folder anyway."""
     _, private, _ = folders
-    body = {"question": "solar", "fingerprint": fingerprint(settings), "library": str(private)}
+    body = {"question": "solar", "fingerprint": fingerprint(settings, SALT), "library": str(private)}
     with client_for(settings, recorder, host="127.0.0.1", owner_key=OWNER_KEY) as client:
         stranger = client.post("/api/research", json=body, headers={"Authorization": "Bearer not-the-key"})
         owner = client.post("/api/research", json=body, headers={"Authorization": f"Bearer {OWNER_KEY}"})

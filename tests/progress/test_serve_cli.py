@@ -12,18 +12,21 @@ import re
 import signal
 import socket
 import subprocess
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
-from tests.research_helpers import BUDGET_ENV, PROVIDER_KEYS, QUESTION, write_library
+from tests.research_helpers import BUDGET_ENV, FIXTURES, PROVIDER_KEYS, QUESTION, write_library
 
 from tasks.common.settings import Settings
 from flows.cli.autoserve import LOG
 from tasks.lake.files import run_logs_root
 from tasks.progress.events import events_path, read_events
-from tasks.progress.handoff import ServeRecord, fingerprint, record_path
+from tasks.progress.handoff import ServeRecord, fingerprint, record_path, run_values
 
 
 @pytest.fixture
@@ -79,22 +82,53 @@ def test_a_prefect_api_url_that_does_not_answer_is_one_line(user, error_lines_of
 
 
 def test_the_fingerprint_changes_with_any_setting_and_hides_secrets(settings, monkeypatch):
-    same = fingerprint(Settings())
-    assert fingerprint(Settings()) == same
+    same = fingerprint(Settings(), "salt")
+    assert fingerprint(Settings(), "salt") == same
     monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-secret-1")
-    with_key = fingerprint(Settings())
+    with_key = fingerprint(Settings(), "salt")
     assert with_key != same and "sk-or-secret-1" not in with_key
     monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-secret-2")
-    assert fingerprint(Settings()) != with_key
+    assert fingerprint(Settings(), "salt") != with_key
+
+
+def test_the_fingerprint_covers_every_providers_settings_and_the_prefect_api(settings, monkeypatch):
+    """A provider's key or URL is declared beside its code, not in Settings:
+    the fingerprint covers every one (and Prefect's API, where a run is recorded)."""
+    import tasks.retrieval.providers.registry as registry
+    covered = run_values(Settings())
+    for section in registry.provider_settings_classes():
+        assert {f"{section.__name__}.{name}" for name in section.model_fields} <= set(covered), section
+    same = fingerprint(Settings(), "salt")
+    for variable, value in {"SEARXNG_URL": "http://127.0.0.1:9/", "TAVILY_API_KEY": "tvly-other",
+                            "SEARCHLAKE_LLM_MODEL": "other", "SEARCHLAKE_LIBRARY": "/srv/notes",
+                            "PIPELINE_TIMEOUT": "60", "PREFECT_API_URL": "http://127.0.0.1:9/api"}.items():
+        with monkeypatch.context() as changed:
+            changed.setenv(variable, value)
+            assert fingerprint(Settings(), "salt") != same, variable
+    assert fingerprint(Settings(), "salt") == same
+
+
+def test_the_fingerprint_is_keyed_by_a_salt_of_each_server(settings, monkeypatch):
+    """Without the salt (in the record, readable by its user only), a
+    fingerprint seen in a request cannot be checked against guessed keys."""
+    monkeypatch.setenv("TAVILY_API_KEY", "tvly-guessable")
+    assert fingerprint(Settings(), "one salt") != fingerprint(Settings(), "another salt")
+    record = ServeRecord("http://127.0.0.1:9", os.getpid(), fingerprint(Settings(), "salt"), "key", "salt")
+    record.write(settings)
+    text = record_path(settings, os.getpid()).read_text()
+    assert "tvly-guessable" not in text
+    assert record.serves(Settings())
+    monkeypatch.setenv("TAVILY_API_KEY", "tvly-other")
+    assert not record.serves(Settings())
 
 
 def test_how_a_server_starts_and_stops_is_not_part_of_the_fingerprint(settings, monkeypatch):
-    same = fingerprint(Settings())
+    same = fingerprint(Settings(), "salt")
     for name, value in {"SEARCHLAKE_AUTOSERVE": "true", "SEARCHLAKE_SERVE_IDLE_MINUTES": "1",
                         "SEARCHLAKE_SERVE_PORT": "9000", "SEARCHLAKE_SERVE_TOKEN": "t" * 20,
                         "SEARCHLAKE_SERVE_LIBRARIES": "/srv/notes"}.items():
         monkeypatch.setenv(name, value)
-    assert fingerprint(Settings()) == same
+    assert fingerprint(Settings(), "salt") == same
 
 
 def test_an_idle_time_that_is_not_positive_is_one_line(user, error_lines_of):
@@ -106,15 +140,16 @@ def test_an_idle_time_that_is_not_positive_is_one_line(user, error_lines_of):
 def test_a_record_of_a_dead_server_is_ignored(settings):
     dead = subprocess.Popen(["true"])
     dead.wait()
-    ServeRecord("http://127.0.0.1:9", dead.pid, fingerprint(settings), "key").write(settings)
-    assert ServeRecord.read(settings) is None
+    ServeRecord("http://127.0.0.1:9", dead.pid, fingerprint(settings, "salt"), "key", "salt").write(settings)
+    assert ServeRecord.running(settings) == [] and ServeRecord.of(settings, dead.pid) is None
+    assert not record_path(settings, dead.pid).exists()  # cleared away
 
 
 def test_the_record_is_readable_by_its_user_only(settings):
     # its key lets a request name any library folder
-    ServeRecord("http://127.0.0.1:9", os.getpid(), fingerprint(settings), "key").write(settings)
-    assert record_path(settings).stat().st_mode & 0o777 == 0o600
-    assert ServeRecord.read(settings).key == "key"
+    ServeRecord("http://127.0.0.1:9", os.getpid(), fingerprint(settings, "salt"), "key", "salt").write(settings)
+    assert record_path(settings, os.getpid()).stat().st_mode & 0o777 == 0o600
+    assert ServeRecord.of(settings, os.getpid()).key == "key"
 
 
 def test_research_runs_in_a_running_serve(user, lake, error_lines_of):
@@ -138,11 +173,11 @@ def test_research_runs_in_a_running_serve(user, lake, error_lines_of):
     finally:
         server.terminate()
         server.wait(timeout=30)
-    assert not record_path(Settings(home=user.home)).exists()  # a stopped server leaves no record
+    assert not record_path(Settings(home=user.home), server.pid).exists()  # a stopped server leaves no record
 
 
 def wait_for_record(home, server: subprocess.Popen, timeout: float = 60) -> dict:
-    path = record_path(Settings(home=home))
+    path = record_path(Settings(home=home), server.pid)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         assert server.poll() is None, server.stderr.read()
@@ -184,10 +219,100 @@ def test_research_starts_a_background_server_that_stops_when_idle(user, lake, er
         for pid in servers:
             assert wait_for_session_end(pid, timeout=120) == [], f"server {pid} still running"
         assert log.read_text().count("searchlake serve stopped: nothing to do for 0.1 min") == 2
-        assert not record_path(Settings(home=user.home)).exists()
+        assert not list(Path(user.home).glob("serve-*.json"))
     finally:
         for pid in servers:
             stop_session(pid)
+
+
+class FakeSearxng(ThreadingHTTPServer):
+    """A SearXNG instance on 127.0.0.1: GET /search?format=json answers in the
+    documented shape (tests/fixtures/providers/searxng.json) with pages of its
+    own, and remembers every query it was asked."""
+
+    daemon_threads = True
+
+    def __init__(self):
+        super().__init__(("127.0.0.1", 0), _SearxngHandler)
+        self.queries: list[str] = []
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    def __enter__(self) -> "FakeSearxng":
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.shutdown()
+        self.server_close()
+
+
+class _SearxngHandler(BaseHTTPRequestHandler):
+    server: FakeSearxng
+
+    def do_GET(self) -> None:  # noqa: N802 - stdlib name
+        query = parse_qs(urlsplit(self.path).query).get("q", [""])[0]
+        self.server.queries.append(query)
+        doc = json.loads((FIXTURES / "searxng.json").read_text())
+        template = doc["results"][0]
+        doc["query"] = query
+        doc["results"] = [{**template, "url": f"{self.server.url}/page/{n}", "title": f"Solar panels and storage {n}",
+                           "content": f"How efficient solar panels and battery storage are, part {n}.",
+                           "score": 4.0 - n / 10} for n in range(1, 7)]
+        body = json.dumps(doc).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+def test_commands_with_other_settings_never_run_in_each_others_server(user, lake, error_lines_of):
+    """SEARXNG_URL names one instance for a command and another for the next:
+    each command searches its own (the second one used to run in the first
+    one's server and search the first instance). A provider's URL is one of
+    its own settings, not searchlake's: the fingerprint covers them. Each
+    server goes on serving the commands of its settings."""
+    env = {"SEARCHLAKE_AUTOSERVE": "true", "SEARCHLAKE_SERVE_IDLE_MINUTES": "1",
+           "SEARCHLAKE_MAX_QUERIES_PER_INTENT": "1"}
+    args = (QUESTION, "--providers", "searxng", "--target", "2")
+    servers: set[int] = set()
+    with FakeSearxng() as first_instance, FakeSearxng() as second_instance:
+        try:
+            first = user.run("research", *args, "--task-id", "via-first", timeout=600,
+                             SEARXNG_URL=first_instance.url, **env)
+            servers |= started_pids(first.stderr)
+            assert first.returncode == 0 and not error_lines_of(first.stderr), first.stderr
+            asked_first = len(first_instance.queries)
+            assert asked_first and not second_instance.queries
+
+            second = user.run("research", *args, "--task-id", "via-second", timeout=600,
+                              SEARXNG_URL=second_instance.url, **env)
+            servers |= started_pids(second.stderr)
+            assert second.returncode == 0 and not error_lines_of(second.stderr), second.stderr
+            assert second_instance.queries and len(first_instance.queries) == asked_first  # its own instance only
+            assert len(servers) == 2  # a server of its own
+            (first_url,), (second_url,) = (re.findall(r"running in searchlake serve at (\S+)", done.stderr)
+                                           for done in (first, second))
+            assert first_url != second_url
+
+            # the first server still serves the first settings, beside the second one
+            again = user.run("research", *args, "--task-id", "via-first-again", timeout=600,
+                             SEARXNG_URL=first_instance.url, **env)
+            assert again.returncode == 0, again.stderr
+            assert "started searchlake serve" not in again.stderr and f"at {first_url} " in again.stderr
+            assert len(first_instance.queries) > asked_first
+        finally:
+            for pid in servers:
+                stop_session(pid)
+    for task_id, instance in (("via-first", first_instance), ("via-second", second_instance)):
+        urls = {row["url"] for row in lake.consolidated(task_id)}
+        assert urls and all(url.startswith(instance.url) for url in urls), (task_id, urls)
 
 
 def started_pids(stderr: str) -> set[int]:
@@ -244,7 +369,7 @@ def test_a_run_of_a_killed_server_ends_interrupted_when_the_next_one_starts(user
         servers[0].wait(timeout=30)
         assert lake.dicts("SELECT status FROM runs WHERE trace_id = ?", [run_id]) == [{"status": "running"}]
 
-        record_path(Settings(home=user.home)).unlink(missing_ok=True)
+        assert not ServeRecord.running(Settings(home=user.home))  # a dead server's record is not used
         servers.append(start_serve(user, env))
         # the row is closed first, the events ended last
         wait_for(lambda: read_events(events)[-1].is_terminal, "the next server to end the run's events")

@@ -22,6 +22,7 @@ PAGE = {"Origin": "http://127.0.0.1"}  # what the page's own forms and scripts s
 JSON = {"content-type": "application/json"}
 FORM = {"content-type": "application/x-www-form-urlencoded"}
 NESTED = b"[" * 100_000 + b"]" * 100_000
+SALT = "the server's salt"  # of its settings' fingerprint (tasks/progress/handoff.py)
 
 
 class Recorder:
@@ -55,7 +56,8 @@ def recorder() -> Recorder:
 
 @pytest.fixture
 def client(settings, recorder):
-    with TestClient(build_app(settings, recorder), base_url="http://127.0.0.1", headers=PAGE) as test_client:
+    with TestClient(build_app(settings, recorder, fingerprint_salt=SALT), base_url="http://127.0.0.1",
+                    headers=PAGE) as test_client:
         yield test_client
 
 
@@ -92,7 +94,7 @@ def test_a_body_that_is_not_json_is_refused(client, recorder):
 
 
 def test_a_good_body_reaches_the_launcher(client, recorder, settings):
-    body = {"question": "solar", "fingerprint": fingerprint(settings), "providers": ["library"], "target": 3,
+    body = {"question": "solar", "fingerprint": fingerprint(settings, SALT), "providers": ["library"], "target": 3,
             "budget": {"timeout": 60}}
     response = client.post("/api/research", json=body)
     assert response.status_code == 503  # the recorder starts nothing, and says so
@@ -104,7 +106,7 @@ def test_a_good_body_reaches_the_launcher(client, recorder, settings):
 def test_a_run_that_never_starts_is_answered_at_the_deadline(client, recorder, settings, monkeypatch):
     monkeypatch.setattr(routes, "FIRST_EVENT_DEADLINE", 0.2)
     monkeypatch.setattr(recorder, "launch_error", lambda task_id: None)  # started, but no event ever comes
-    response = client.post("/api/research", json={"question": "solar", "fingerprint": fingerprint(settings)})
+    response = client.post("/api/research", json={"question": "solar", "fingerprint": fingerprint(settings, SALT)})
     assert response.status_code == 504
     assert response.json()["task_id"] == "t-started"
     assert "wrote no event" in one_line_error(response)

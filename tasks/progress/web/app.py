@@ -33,8 +33,9 @@ from tasks.progress.web.routes import HERE, Pages
 __all__ = ["Launcher", "LaunchRefused", "LibraryRefused", "offered_library", "page_routes"]
 
 
-def page_routes(settings: Settings, launcher: Launcher | None, access: Access) -> list:
-    pages = Pages(settings, launcher, access)
+def page_routes(settings: Settings, launcher: Launcher | None, access: Access,
+                fingerprint_salt: str | None = None) -> list:
+    pages = Pages(settings, launcher, access, fingerprint_salt)
     routes = [Route("/", pages.home), Route("/fragments/runs", pages.runs_fragment),
               Route("/research", pages.start_research, methods=["POST"]),
               Route("/ask", pages.start_ask, methods=["POST"]),

@@ -26,6 +26,18 @@ def _records(catalog, name: str, params: list) -> list[dict[str, Any]]:
     return [dict(zip(columns, row)) for row in cursor.fetchall()]
 
 
+def run_interruption(settings: Settings, run_id: str) -> str | None:
+    """Why the run reads interrupted (its process died, see the runs view),
+    None while it does not, or while the lake cannot say (busy)."""
+    from tasks.common.errors import TransientError
+    try:
+        with open_catalog(settings, "serve: run status", read_only=True) as catalog:
+            rows = catalog.rows("web_run_interrupted", [run_id])
+    except TransientError:
+        return None
+    return rows[0][0] if rows else None
+
+
 @dataclass
 class HomePage:
     runs: list[dict]
