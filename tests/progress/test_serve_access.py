@@ -148,7 +148,7 @@ def test_a_request_that_changes_something_must_come_from_the_servers_own_page(se
             assert posted.status_code == 403, path
             assert "must come from this server's own page" in posted.text
         api = httpx.post(server.url + "/api/research", headers=headers, timeout=10,
-                         json={"question": "solar", "fingerprint": fingerprint(settings)})
+                         json={"question": "solar", "fingerprint": fingerprint(settings, SALT)})
         assert api.status_code == 403 and "must come from this server's own page" in api.json()["error"]
         for method in ("PUT", "DELETE", "PATCH"):
             assert httpx.request(method, server.url + "/research", headers=headers, timeout=10).status_code == 403
@@ -169,8 +169,8 @@ def test_the_servers_own_page_may_change_things(settings, recorder, header):
 def test_a_program_with_the_servers_key_needs_no_origin(settings, recorder):
     """`searchlake research` hands its run over with the owner's key and no
     Origin: a program, not a browser (no other site can make a browser send it)."""
-    body = {"question": "solar", "fingerprint": fingerprint(settings)}
-    with make_server(settings, "127.0.0.1", 0, recorder, owner_key=OWNER_KEY) as server:
+    body = {"question": "solar", "fingerprint": fingerprint(settings, SALT)}
+    with make_server(settings, "127.0.0.1", 0, recorder, owner_key=OWNER_KEY, fingerprint_salt=SALT) as server:
         stranger = httpx.post(server.url + "/api/research", json=body, timeout=10,
                               headers={"Authorization": "Bearer not-the-key"})
         owner = httpx.post(server.url + "/api/research", json=body, timeout=10,
@@ -180,11 +180,11 @@ def test_a_program_with_the_servers_key_needs_no_origin(settings, recorder):
 
 
 def test_with_a_token_a_program_needs_no_origin_but_a_browsers_cookie_does(with_token, recorder):
-    body = {"question": "solar", "fingerprint": fingerprint(with_token)}
+    body = {"question": "solar", "fingerprint": fingerprint(with_token, SALT)}
     with client_for(with_token, recorder, host="127.0.0.1") as page:
         page.post("/login", data={"token": TOKEN, "next": "/"}, follow_redirects=False)
         cookie = {"Cookie": f"{SESSION_COOKIE}={page.cookies[SESSION_COOKIE]}"}
-    with make_server(with_token, "127.0.0.1", 0, recorder) as server:
+    with make_server(with_token, "127.0.0.1", 0, recorder, fingerprint_salt=SALT) as server:
         browser = httpx.post(server.url + "/api/research", json=body, headers=cookie, timeout=10)
         script = httpx.post(server.url + "/api/research", json=body, timeout=10,
                             headers={"Authorization": f"Bearer {TOKEN}"})
