@@ -16,6 +16,7 @@ import re
 import threading
 from collections.abc import Iterable
 from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import httpx
 
@@ -133,8 +134,17 @@ _CONNINFO_PASSWORD_RE = re.compile(r"(?i)\bpassword\s*=\s*('(?:[^'\\]|\\.)*'|\S+
 
 
 def without_password(conninfo: str) -> tuple[str, str | None]:
-    """A libpq `key=value` connection string without its password, and the
-    password (unquoted), so that the password can travel apart from it."""
+    """A libpq connection string (`key=value` pairs, or a postgresql:// URI
+    after DuckLake's `postgres:`) without its password, and the password
+    (unquoted), so that the password can travel apart from it."""
+    prefix, _, rest = conninfo.partition(":")
+    if rest.startswith(("postgres://", "postgresql://")):
+        uri = urlsplit(rest)
+        if uri.password is None:
+            return conninfo, None
+        host = uri.netloc.rpartition("@")[2]
+        user = uri.netloc.rpartition("@")[0].partition(":")[0]
+        return f"{prefix}:{urlunsplit(uri._replace(netloc=f'{user}@{host}' if user else host))}", unquote(uri.password)
     found = list(_CONNINFO_PASSWORD_RE.finditer(conninfo))
     if not found:
         return conninfo, None
@@ -149,11 +159,12 @@ def _unquoted(value: str) -> str:
 
 
 def connection_string_passwords(conninfo: str | None) -> list[str]:
-    """The password of a libpq-style `key=value` connection string (as a
-    DuckLake PostgreSQL catalog takes), quoted or not."""
+    """The password of a DuckLake PostgreSQL catalog's connection string
+    (`key=value` pairs, quoted or not, or a postgresql:// URI)."""
     if not conninfo:
         return []
-    return [m.group(1).strip("'") for m in _CONNINFO_PASSWORD_RE.finditer(conninfo)]
+    password = without_password(conninfo)[1]
+    return [password] if password else []
 
 
 def url_credentials(url: str | None) -> list[str]:
