@@ -1,5 +1,7 @@
-"""Starts research runs and single-shot answers for the web page and for
-`searchlake research` when it hands its run to a running `searchlake serve`.
+"""Starts research runs and single-shot answers for the web page, for
+`searchlake research` when it hands its run to a running `searchlake serve`,
+and for the `research` tool of the Model Context Protocol (`searchlake mcp`,
+/mcp of `serve`: flows/mcp_research.py).
 
 A research run is the same Prefect flow the command line runs, called in a
 thread of this long-lived process: Prefect and the rest are imported once,
@@ -86,6 +88,12 @@ class ResearchLauncher:
 
     def _has_events(self, task_id: str) -> bool:
         return bool(runs_of_task(run_logs_root(self.settings), task_id))
+
+    def is_running(self, task_id: str) -> bool:
+        """Whether a run of the task started here is still in its thread."""
+        with self._lock:
+            thread = self._threads.get(task_id)
+        return thread is not None and thread.is_alive()
 
     def _running(self) -> list[threading.Thread]:
         with self._lock:

@@ -6,6 +6,7 @@ values are validated by schemas/request.py). Each problem is one line."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from schemas.request import BudgetRequest, ResearchRequest
@@ -39,22 +40,24 @@ BUDGET_OPTIONS = {"timeout_seconds": "--timeout", "max_target_count": "--max-tar
                   "max_fallback_rounds": "--max-fallback-rounds"}
 
 
-def resolve_budget(budget: BudgetRequest):
-    """The budget asked for over the PIPELINE_* variables over the defaults."""
+def resolve_budget(budget: BudgetRequest, option_names: Mapping[str, str] = BUDGET_OPTIONS):
+    """The budget asked for over the PIPELINE_* variables over the defaults;
+    a bad value is named as `option_names` says the user gave it."""
     from schemas.governance import BudgetError
     from tasks.common.settings import Settings
     try:
-        return Settings().budget(budget.overrides(), option_names=BUDGET_OPTIONS)
+        return Settings().budget(budget.overrides(), option_names=option_names)
     except BudgetError as exc:
         raise ResearchRefused(str(exc)) from None
 
 
-def check_request(request: ResearchRequest) -> ResearchRequest:
+def check_request(request: ResearchRequest, option_names: Mapping[str, str] = BUDGET_OPTIONS) -> ResearchRequest:
     """The request as it will run — its library folder resolved, its provider
-    names checked, every budget field resolved — or ResearchRefused."""
+    names checked, every budget field resolved — or ResearchRefused (a budget
+    field named by `option_names`: the CLI's options by default)."""
     library = check_library(Path(request.library).expanduser() if request.library else None)
     names = parse_providers(request.providers)
-    budget = resolve_budget(request.budget)
+    budget = resolve_budget(request.budget, option_names)
     check_prerequisites(library, names, request.max_results)
     return request.model_copy(update={"library": str(library.resolve()) if library else None, "providers": names,
                                       "budget": BudgetRequest(**budget.to_dict())})

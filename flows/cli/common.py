@@ -105,11 +105,9 @@ def write_output(path: Path, text: str) -> None:
 
 
 def require_bundles(catalog, task_id: str) -> None:
-    """UserError when the lake holds no bundle of `task_id`: an empty answer
-    would hide a mistyped task id."""
-    if task_id not in {row[0] for row in catalog.rows("known_tasks")}:
-        raise UserError(f"task {task_id!r} has no bundles in the lake (see: searchlake sql "
-                        f"\"select distinct task_id from bundles\")")
+    """UserError when the lake holds no bundle of `task_id` (tasks/lake/query.py)."""
+    from tasks.lake.query import require_bundles as required
+    required(catalog, task_id)
 
 
 def render_table(result, title: str | None = None, layout=None, wrap: bool = False) -> None:
@@ -138,12 +136,8 @@ def task_or_latest(catalog, task_id: str | None) -> str:
 
 def print_top(task_id: str | None, limit: int) -> None:
     from tasks.lake.catalog import open_catalog
-    from tasks.lake.query import top_sources
+    from tasks.lake.query import task_top_sources
     with open_catalog(settings(), "top", read_only=True) as catalog:
         task_id = task_or_latest(catalog, task_id)
-        require_bundles(catalog, task_id)
-        result = top_sources(catalog, task_id, limit)
-    if not result.rows:
-        raise UserError(f"task {task_id!r} has no consolidated sources yet: "
-                        f"run searchlake consolidate --task-id {task_id}")
+        result = task_top_sources(catalog, task_id, limit)
     render_table(result, title=f"top sources of {task_id}")

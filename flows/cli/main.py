@@ -15,6 +15,7 @@ from rich.text import Text
 from flows.cli import research as _research  # noqa: F401  (registers the research-side commands)
 from flows.cli import history as _history  # noqa: F401  (registers `history`)
 from flows.cli import watch as _watch  # noqa: F401  (registers `watch` and `changes`)
+from flows.cli import mcp_command as _mcp  # noqa: F401  (registers `mcp`)
 from flows.cli.common import (SAMPLES, LatestTaskOpt, TaskIdOpt, UserError, app, err, out, print_top,
                               render_table, settings)
 from flows.cli.tables import Layout

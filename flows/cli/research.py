@@ -243,8 +243,8 @@ def serve(
     idle_minutes: Annotated[Optional[float], typer.Option(
         help="Stop after this many minutes with no run and no request (default: keep running)")] = None,
 ) -> None:
-    """Serve the web page (ask, watch, read) and the progress-event stream;
-    `searchlake research` runs in this server while it is up."""
+    """Serve the web page (ask, watch, read), the progress-event stream and the
+    Model Context Protocol (/mcp); `searchlake research` runs in this server while it is up."""
     from flows.cli.autoserve import declare_run_settings
     from flows.launcher import ResearchLauncher
     from tasks.progress.handoff import ServeRecord, fingerprint, new_key, remove_record
@@ -256,7 +256,8 @@ def serve(
     key, salt = new_key(), new_key()
     declare_run_settings()  # the fingerprint covers the providers' keys and URLs, as the commands' does
     try:
-        server = make_server(config, host, port, launcher, owner_key=key, fingerprint_salt=salt)
+        server = make_server(config, host, port, launcher, owner_key=key, fingerprint_salt=salt,
+                             endpoints=[_mcp_endpoint(config, launcher)])
     except ServeError as exc:
         raise UserError(str(exc)) from None
     launcher.warm_up()
@@ -280,6 +281,13 @@ def serve(
         launcher.wait_for_runs()  # one handed over as the server was stopping
         err.print(f"searchlake serve stopped: nothing to do for {idle_minutes:g} min", markup=False,
                   highlight=False)
+
+
+def _mcp_endpoint(config, launcher):
+    """The Model Context Protocol at /mcp (docs/mcp.md): its runs run in this
+    server's launcher, in the library folders the page offers."""
+    from flows.mcp_server import McpEndpoint, build_server, offered_libraries_only
+    return McpEndpoint(build_server(config, launcher, library_rule=offered_libraries_only(config)))
 
 
 def _interrupt(signum, frame) -> None:

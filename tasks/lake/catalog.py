@@ -30,6 +30,7 @@ the catalog is busy (CatalogBusy, tasks/lake/engine_errors.py), in one line.
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
@@ -200,10 +201,23 @@ def _stored_fingerprint(catalog: Catalog) -> str | None:
     return found[0][0] if found else None
 
 
+# Threads of one process make or update a catalog's schema one at a time:
+# two sessions of the shared engine creating a fresh catalog's tables at once
+# leave one of them in an aborted transaction ("Current transaction is
+# aborted"), which no retry mends. Other processes are met by DuckLake's
+# conflict and the fingerprint check in `apply`.
+_SCHEMA_TURN = threading.Lock()
+
+
 def _ensure_schema(catalog: Catalog) -> None:
     """Create or update the tables and views when their files changed since
     the catalog last saw them (a fingerprint of them is kept in the catalog):
     a lake made by an earlier version gets what it lacks on its next open."""
+    with _SCHEMA_TURN:
+        _bring_schema_up_to_date(catalog)
+
+
+def _bring_schema_up_to_date(catalog: Catalog) -> None:
     wanted = _schema_fingerprint()
     if _stored_fingerprint(catalog) == wanted:
         return

@@ -22,8 +22,10 @@ from tasks.lake.sqlfiles import sql
 from tasks.common.errors import UserError
 from tasks.common.redaction import known_secrets, register_environment, without_known_secrets
 
-__all__ = ["NotReadOnly", "QueryResult", "QueryTimedOut", "QueryTooLarge", "ResultTooLarge", "ValueTooDeep", "latest_task", "run_analyst_query",
-           "run_query", "task_list", "text_rows", "to_csv", "to_json", "top_sources"]
+__all__ = ["NoSuchTask", "NotConsolidated", "NotReadOnly", "QueryResult", "QueryTimedOut", "QueryTooLarge",
+           "ResultTooLarge", "ValueTooDeep", "json_records", "json_rows", "latest_task", "require_bundles",
+           "run_analyst_query", "run_query", "task_list", "task_top_sources", "text_rows", "to_csv", "to_json",
+           "top_sources"]
 
 
 @dataclass(frozen=True)
@@ -179,6 +181,33 @@ def top_sources(catalog: Catalog, task_id: str, limit: int) -> QueryResult:
     return run_query(catalog, sql("top_sources"), [task_id, limit])
 
 
+def task_top_sources(catalog: Catalog, task_id: str, limit: int) -> QueryResult:
+    """A task's top consolidated sources, or one line saying why there are
+    none: no bundle of the task (NoSuchTask), or none consolidated yet."""
+    require_bundles(catalog, task_id)
+    result = top_sources(catalog, task_id, limit)
+    if not result.rows:
+        raise NotConsolidated(f"task {task_id!r} has no consolidated sources yet: "
+                              f"run searchlake consolidate --task-id {task_id}")
+    return result
+
+
+class NotConsolidated(UserError, LookupError):
+    """A task's bundles landed, but none has been consolidated yet."""
+
+
+class NoSuchTask(UserError, LookupError):
+    """The lake holds no bundle of the task asked for."""
+
+
+def require_bundles(catalog: Catalog, task_id: str) -> None:
+    """NoSuchTask when the lake holds no bundle of `task_id`: an empty answer
+    would hide a mistyped task id."""
+    if task_id not in {row[0] for row in catalog.rows("known_tasks")}:
+        raise NoSuchTask(f"task {task_id!r} has no bundles in the lake (see: searchlake sql "
+                         f"\"select distinct task_id from bundles\")")
+
+
 def task_list(catalog: Catalog, limit: int) -> QueryResult:
     return run_query(catalog, sql("task_list"), [limit])
 
@@ -253,9 +282,21 @@ def inert_cell(text: str | None) -> str | None:
 
 def to_json(result: QueryResult) -> str:
     """The rows as an array of objects, JSON values embedded as JSON."""
+    return _dumps(json_records(result), indent=2)
+
+
+def json_records(result: QueryResult) -> list[dict]:
+    """The rows as objects keyed by column (a repeated name made unique),
+    each value as JSON has it (see _plain)."""
     names = _unique(result.columns)
-    records = [{c: _plain(v, t) for c, v, t in zip(names, row, _types(result))} for row in result.rows]
-    return _dumps(records, indent=2)
+    return [dict(zip(names, row)) for row in json_rows(result)]
+
+
+def json_rows(result: QueryResult) -> list[list]:
+    """The rows as lists of JSON values: JSON columns parsed, lists and
+    structs as arrays and objects, timestamps as ISO 8601, NaN as null."""
+    types = _types(result)
+    return [[_plain(v, t) for v, t in zip(row, types)] for row in result.rows]
 
 
 def _unique(names: list[str]) -> list[str]:

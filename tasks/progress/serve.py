@@ -3,7 +3,8 @@
     GET  /health                          {"status": "ok", "home": ...}
     GET  /runs                            runs that have an events file (JSON)
     GET  /runs/{task_id}/{run_id}/events  text/event-stream of the run's events
-    and the pages of tasks/progress/web/app.py.
+    and the pages of tasks/progress/web/app.py, and the endpoints it is given
+    (/mcp: the Model Context Protocol, flows/mcp_server.py).
 
 The stream sends each JSONL line of the run's log as `id: N` + `data: {json}`
 and keeps following the file until the run's terminal event (the pipeline's
@@ -28,10 +29,12 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from datetime import datetime, timezone
 from ipaddress import ip_address
 from pathlib import Path
+from typing import Protocol
 
 import uvicorn
 from sse_starlette import EventSourceResponse, ServerSentEvent
@@ -40,6 +43,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from tasks.common.settings import Settings, secret_value
 from tasks.lake.files import run_logs_root
@@ -59,13 +63,26 @@ class ServeError(UserError, RuntimeError):
     """The server cannot start (bad port, address in use): one line for the user."""
 
 
+class Endpoint(Protocol):
+    """Another protocol served beside the page, behind the same guards: an
+    ASGI app answering at `path`, and what it needs running while the server
+    serves (the MCP endpoint of flows/mcp_server.py and its sessions)."""
+
+    path: str
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None: ...
+    def running(self) -> AbstractAsyncContextManager: ...
+
+
 def build_app(settings: Settings, launcher: Launcher | None = None, *, host: str | None = None,
               owner_key: str | None = None, fingerprint_salt: str | None = None, poll: float = POLL_SECONDS,
-              keepalive: float = KEEPALIVE_SECONDS, ask_every: float = ASK_EVERY_SECONDS) -> Starlette:
+              keepalive: float = KEEPALIVE_SECONDS, ask_every: float = ASK_EVERY_SECONDS,
+              endpoints: Sequence[Endpoint] = ()) -> Starlette:
     """The app of a server bound to `host`; `owner_key` is the key of its
     record (tasks/progress/handoff.py), which its own user's commands carry,
     and `fingerprint_salt` the salt of its settings' fingerprint there
-    (without one, it runs no handed-over run)."""
+    (without one, it runs no handed-over run); `endpoints` are served beside
+    the page."""
     root = run_logs_root(settings)
     access = Access(secret_value(settings.serve_token), owner_key)
 
@@ -98,9 +115,22 @@ def build_app(settings: Settings, launcher: Launcher | None = None, *, host: str
                                    headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
     routes = [Route("/health", health), Route("/runs", runs),
-              Route("/runs/{task_id}/{run_id}/events", events), *page_routes(settings, launcher, access, fingerprint_salt)]
+              Route("/runs/{task_id}/{run_id}/events", events), *page_routes(settings, launcher, access, fingerprint_salt),
+              *(Route(endpoint.path, endpoint) for endpoint in endpoints)]
     allowed_hosts = allowed_hosts_for(host or settings.serve_host, settings.serve_allowed_hosts)
-    return protect(Starlette(routes=routes), allowed_hosts, access, settings.serve_max_body_bytes)
+    app = Starlette(routes=routes, lifespan=_running(endpoints))
+    return protect(app, allowed_hosts, access, settings.serve_max_body_bytes)
+
+
+def _running(endpoints: Sequence[Endpoint]):
+    """The app's lifespan: every endpoint's machinery runs while the server serves."""
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with AsyncExitStack() as running:
+            for endpoint in endpoints:
+                await running.enter_async_context(endpoint.running())
+            yield
+    return lifespan
 
 
 async def _numbered(path: Path, skip: int, follow: bool, poll: float, ended, ask_every: float):
@@ -180,7 +210,8 @@ class WebServer:
         self.sock = sock
         self.activity = Activity(app)
         # a request's headers and body must arrive within request_timeout (slowloris)
-        self.server = uvicorn.Server(uvicorn.Config(self.activity, log_level="warning", lifespan="off",
+        # lifespan "on": the app starts its endpoints' machinery (build_app) before the first request
+        self.server = uvicorn.Server(uvicorn.Config(self.activity, log_level="warning", lifespan="on",
                                                     timeout_graceful_shutdown=1,
                                                     http=with_request_deadline(request_timeout)))
         self.thread: threading.Thread | None = None

@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from tasks.common.settings import Settings
 from tasks.lake.catalog import CatalogBusy, open_catalog
 from tests.conftest import LakeDriver
 
@@ -154,6 +155,30 @@ def test_threads_of_one_process_wait_for_each_other_and_never_fail_busy(settings
     for thread in [holder, *users]:
         thread.join(120)
     assert outcomes == [[]] * 8
+
+
+def test_threads_opening_a_fresh_catalog_at_once_all_read_it(settings, tmp_path):
+    """A server's first requests (its pages, MCP calls, the look for dead
+    runs) open a catalog that does not exist yet, at once: one of them makes
+    its tables, the others wait and read it."""
+    for attempt in range(4):
+        fresh = Settings(home=tmp_path / f"home-{attempt}")  # a catalog that does not exist yet
+        start, outcomes = threading.Barrier(4), []
+
+        def read() -> None:
+            start.wait()
+            try:
+                with open_catalog(fresh, "a first request", read_only=True) as catalog:
+                    outcomes.append(catalog.rows("known_tasks"))
+            except Exception as exc:  # noqa: BLE001 - the test shows what it was
+                outcomes.append(exc)
+
+        readers = [threading.Thread(target=read) for _ in range(4)]
+        for thread in readers:
+            thread.start()
+        for thread in readers:
+            thread.join(120)
+        assert outcomes == [[]] * 4
 
 
 def test_a_session_opened_inside_the_same_threads_session_is_refused_at_once(settings):
