@@ -1,7 +1,9 @@
-"""What every flow shares: Prefect's defaults for this project and the retry rule."""
+"""What every flow shares: Prefect's defaults for this project, how its
+logs tell a user's error from a crash, and the retry rule."""
 
 from __future__ import annotations
 
+import logging
 import os
 
 FLOW_HEARTBEAT_SECONDS = 30  # Prefect's minimum; automations/zombie-flow-runs.yaml allows four of them
@@ -23,6 +25,31 @@ def use_prefect_defaults() -> None:
     # before this runs.
     if not {"PREFECT_FLOWS_HEARTBEAT_FREQUENCY", "PREFECT_RUNNER_HEARTBEAT_FREQUENCY"} & set(os.environ):
         os.environ["PREFECT_FLOWS_HEARTBEAT_FREQUENCY"] = str(FLOW_HEARTBEAT_SECONDS)
+
+
+class UserErrorsAreNoCrash(logging.Filter):
+    """A flow run that ends on a user's error (a gate that stopped a run, an
+    ingest that refused files: searchlake's UserError, whose message says
+    what happened and what to do) is no crash: Prefect logs its exception
+    with a traceback, once as the run fails and once more, in a deployment's
+    process of its own, as "Engine execution exited with unexpected
+    exception", and log-based alerts take tracebacks for crashes. The first
+    line is kept without its traceback, the repeat left out; any other
+    exception is logged as Prefect logs it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from tasks.common.errors import SearchlakeError
+        error = record.exc_info[1] if record.exc_info else None
+        if not (isinstance(error, SearchlakeError) and error.user_error):
+            return True
+        if record.getMessage().startswith("Engine execution exited with unexpected exception"):
+            return False
+        record.exc_info = record.exc_text = None
+        return True
+
+
+def quiet_user_errors() -> None:
+    logging.getLogger("prefect.flow_runs").addFilter(UserErrorsAreNoCrash())
 
 
 def retry_when_busy(task, task_run, state) -> bool:

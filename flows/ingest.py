@@ -5,7 +5,6 @@ landing folder's handled files move to its processed/ or refused/ subfolder
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 from prefect import flow, get_run_logger, task
@@ -38,21 +37,6 @@ class FilesRefused(UserError, RuntimeError):
     def __str__(self) -> str:
         return self.args[0]
 
-
-class _RefusalsAreNoCrash(logging.Filter):
-    """Prefect's engine, which runs a deployment's flow run in a process of
-    its own, raises the exception of a Failed run once the run has ended and
-    logs it again, with a traceback, as "Engine execution exited with
-    unexpected exception". For an ingest that refused files, that line says
-    nothing the run's state, its warnings and its artifact do not, and
-    log-based alerts take the traceback for a crash: it is left out. Every
-    other exception is logged as Prefect logs it."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not (record.exc_info and isinstance(record.exc_info[1], FilesRefused))
-
-
-logging.getLogger("prefect.flow_runs").addFilter(_RefusalsAreNoCrash())
 
 
 @task(name="land-bundle-files", retries=3, retry_delay_seconds=[5, 15, 45],
