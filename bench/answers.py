@@ -292,13 +292,19 @@ def evaluate(judged: JudgedSet, limit: int | None, resynth: bool, llm: bool) -> 
     return result
 
 
-def print_table(results: list[dict], label: str = "") -> None:
+def print_table(results: list[dict], label: str = "", halves: tuple[str, ...] = ("tune", "test", "all")) -> None:
+    """The figures of the halves named (--halves tune while changing code:
+    the test halves are for deciding what is kept, not for guiding it)."""
     for r in results:
         for part, methods in (r.get("methods") or {}).items():
+            if part not in halves:
+                continue
             for name, m in methods.items():
                 print(f"{label}{r['set']:20} {part:4} {name:14} hit@5 {m['hit@5']:.3f}  MRR@10 {m['mrr@10']:.3f}  "
                       f"n {m['questions']}")
         for part, a in r["answers"].items():
+            if part not in halves:
+                continue
             print(f"{label}{r['set']:20} {part:4} answer: facts in 400 words {a['facts_in_answer']:.3f} "
                   f"({a['nuggets_in_answer']}), anywhere {a['facts_anywhere']:.3f}; words median {a['median_words']:g} "
                   f"p90 {a['p90_words']:g}; first relevant {a['first_insight']}; honest gaps {a['honest_gaps']}; "
@@ -338,6 +344,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--llm", action="store_true", help="with --resynth: the LLM synthesizer (SEARCHLAKE_LLM_*)")
     parser.add_argument("--before", metavar="COMMIT", help="the same run over the code of COMMIT, printed beside")
     parser.add_argument("--cache", type=Path, default=CACHE, help="where the synthesis inputs are cached")
+    parser.add_argument("--halves", default="tune,test,all", help="which halves' figures to print (all are saved)")
     parser.add_argument("--out", type=Path, default=BENCH / "out" / "answers.json")
     args = parser.parse_args(argv)
     CACHE = args.cache
@@ -361,11 +368,12 @@ def main(argv: list[str] | None = None) -> int:
     if not args.resynth:
         os.environ["SEARCHLAKE_HOME"] = tempfile.mkdtemp(prefix="searchlake-answers-")
     results = [evaluate(judged, args.limit, args.resynth, args.llm) for judged in sets]
+    halves = tuple(h.strip() for h in args.halves.split(","))
     if before is not None:
-        print_table(before, label=f"{args.before[:10]:10} ")
-        print_table(results, label=f"{'now':10} ")
+        print_table(before, label=f"{args.before[:10]:10} ", halves=halves)
+        print_table(results, label=f"{'now':10} ", halves=halves)
     else:
-        print_table(results)
+        print_table(results, halves=halves)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"measured_at": time.strftime("%Y-%m-%dT%H:%M:%S"), "results": results,
                                     "before": {"commit": args.before, "results": before} if before else None},

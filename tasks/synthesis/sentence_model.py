@@ -12,6 +12,7 @@ rank first (tasks/synthesis/evidence.py)."""
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 
 import numpy as np
 
@@ -37,9 +38,35 @@ def closeness(question: str, passages: list[str]) -> np.ndarray:
     clipped = [_encodable(" ".join(p.split())[:PASSAGE_CHARS]) for p in passages]
     with _GUARD:  # one load; the engine holds one model state
         model = _model()
-        vectors = np.asarray(model.passage(clipped), dtype=np.float32).reshape(len(clipped), -1)
-        asked = np.asarray(model.query(_encodable(question)), dtype=np.float32).reshape(-1)
+        vectors = np.vstack(_vectors(model, "passage", clipped))
+        asked = _vectors(model, "query", [_encodable(question)])[0]
     return vectors @ asked
+
+
+# The vectors of the texts read last: the same passages come back question
+# after question (a library's pages, a long-lived server's tasks), and the
+# model reads a passage in some 20 ms.
+REMEMBERED = 20_000
+_memory: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+
+
+def _vectors(model, role: str, texts: list[str]) -> list[np.ndarray]:
+    """The model's vector of each text in `role` (query or passage),
+    computing only those not remembered."""
+    missing = list(dict.fromkeys(t for t in texts if (role, t) not in _memory))
+    if missing:
+        read = model.query if role == "query" else model.passage
+        computed = (np.asarray(read(missing[0]), dtype=np.float32).reshape(1, -1) if role == "query"
+                    else np.asarray(read(missing), dtype=np.float32).reshape(len(missing), -1))
+        for text, vector in zip(missing, computed):
+            _memory[(role, text)] = vector
+    out = []
+    for text in texts:
+        _memory.move_to_end((role, text))
+        out.append(_memory[(role, text)])
+    while len(_memory) > REMEMBERED:
+        _memory.popitem(last=False)
+    return out
 
 
 def _encodable(text: str) -> str:
