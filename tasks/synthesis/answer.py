@@ -1,96 +1,99 @@
-"""The answer a reader reads first: the sentences of the sources that say
-what the question asks, each cited, in at most ANSWER_WORDS words.
+"""The answer a reader reads first: what the sources say to the question, in
+their own sentences, each cited, in at most ANSWER_WORDS words.
 
-Each part of the question gets the sentence its best evidence leads with
-(the part's lead, tasks/synthesis/extractive.py), and then, while the
-answer is short, the most relevant other evidence of some strength that
-says something the answer does not say yet (maximal marginal relevance
-over its words). A sentence is quoted whole, verbatim, on one line, with
-the sentence before it when it points back to it ("It …", "这样…") and the
-lines it introduces when it ends on a colon ("Type:" and the command); the
-passages around them are the report's evidence, below the answer.
+It is drawn from the evidence (tasks/synthesis/extractive.py), in its order
+— each part's best evidence first, then the most relevant other evidence —
+one point a passage: the sentence that answers, with the sentences of its
+passage that speak to the question too (a fact often sits in the sentence
+after the one that names the subject: "Feed once or twice a day." then
+"Only what they eat in about two minutes."), the sentence before it when it
+points back to it ("It keeps …", "In this case …", "这样…"), and the lines
+it introduces ("Type:" and the command; a paragraph and its code block).
+A point is one stretch of its source, verbatim, so its one citation proves
+it. Sentences of the passage that speak to nothing asked are left to the
+evidence below.
 
-Nothing that does not speak to the question is added to make up a count:
-a point must be evidence with some strength beside its part's best."""
+Points stop once the answer reads as long as AnswerOptions.words, or at a
+passage much weaker than the best: nothing that does not speak to the
+question is added to make up a count."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from schemas.report import ANSWER_WORDS, Insight
 from tasks.common.text import reading_words
 from tasks.synthesis.candidates import Sentence, Window, dangling, introduces
-from tasks.synthesis.evidence import Scores
-from tasks.synthesis.passages import jaccard
 from tasks.synthesis.question import Question
 
 
 @dataclass(frozen=True)
 class AnswerOptions:
-    words: float = 180.0       # more points only while the answer is shorter than this
-    most_points: int = 6
-    repeat: float = 0.5        # a sentence sharing this much of its words with one said says it again
-    introduced_lines: int = 3  # lines a sentence ending on a colon brings with it
+    words: float = 250.0   # more points only while the answer reads shorter than this
+    weakest: float = 0.6   # a passage below this share of the best passage's relevance adds nothing
+    most_points: int = 8
 
 
-def answer_points(question: Question, found: list[Window], scores: Scores, leads: list[int | None],
-                  strong: np.ndarray, row_columns: str, opts: AnswerOptions = AnswerOptions()) -> list[Insight]:
-    """The answer: each asked part's lead sentence, then more strong
-    evidence while the answer is short, each point within ANSWER_WORDS in all."""
-    taken: set[int] = set()  # sentences quoted
-    said: list[frozenset[str]] = []
-    points: list[tuple[int, Insight]] = []  # (part, point)
+@dataclass(frozen=True)
+class Passage:
+    """A passage of the evidence: its window, its lead candidate, what it answers."""
+
+    window: Window
+    lead: Window
+    relevance: float
+    part: int | None  # the part of the question it answers best
+
+
+def answer_points(question: Question, passages: list[Passage], speaks: set[int], leads: dict[int, int],
+                  row_columns: str, opts: AnswerOptions = AnswerOptions()) -> list[Insight]:
+    """The answer's points, from the evidence `passages` in their order;
+    `speaks` holds the indices of the sentences that speak to some part of
+    the question, `leads` each part's best sentence."""
+    if not passages:
+        return []
+    best = max(p.relevance for p in passages)
+    points: list[tuple[int, Insight]] = []
     words = 0.0
-
-    def add(i: int, part: int) -> bool:
-        nonlocal words
-        first, last = _span(found[i], opts)
-        if taken & set(range(found[i].first, last + 1)):
-            return False
-        if first in taken:  # the sentence it points back to is said already
-            first = found[i].first
-        members = found[i].sentences[first:last + 1]
-        terms = frozenset(t for s in members for t in s.terms)
-        if any(jaccard(terms, other) >= opts.repeat for other in said):
-            return False
-        point = _point(members, _label(question, part), row_columns)
-        length = reading_words(point.text)
-        if words + length > ANSWER_WORDS:
-            return False
-        taken.update(range(first, last + 1))
-        said.append(terms)
-        points.append((part, point))
-        words += length
-        return True
-
-    asked = [p for p, part in enumerate(question.parts) if not part.dimension]
-    for p in asked:
-        if leads[p] is not None:
-            add(leads[p], p)
-    relevance = np.max([scores.relevance[p] for p in asked], axis=0) if asked and len(found) else np.zeros(0)
-    for i in np.argsort(-relevance, kind="stable"):
-        if words >= opts.words or len(points) >= opts.most_points:
+    for passage in passages:
+        if points and (words >= opts.words or len(points) >= opts.most_points
+                       or passage.relevance < opts.weakest * best):
             break
-        if strong[i] and any(scores.eligible[p][i] for p in asked):
-            add(int(i), max(asked, key=lambda p: scores.relevance[p][i] if scores.eligible[p][i] else -1.0))
-    order = {p: k for k, p in enumerate(asked)}
-    return [point for _, point in sorted(points, key=lambda pp: order.get(pp[0], 0))]
+        first, last = _stretch(passage, speaks)
+        members = _fitting(passage.window.sentences[first:last + 1], ANSWER_WORDS - words)
+        if not members:
+            continue
+        last = first + len(members) - 1
+        answered = [p for p, k in leads.items() if first <= k <= last] or [passage.part]
+        point = _point(members, _label(question, answered), row_columns)
+        points.append((min(p for p in answered if p is not None) if any(p is not None for p in answered) else 0,
+                       point))
+        words += reading_words(point.text)
+    order = {p: k for k, p in enumerate(dict.fromkeys(part for part, _ in points))}
+    return [point for _, point in sorted(points, key=lambda pp: order[pp[0]])]
 
 
-def _span(window: Window, opts: AnswerOptions) -> tuple[int, int]:
-    """The sentences a point quotes: the window's lead, the one before when
-    it points back to it, and the lines it introduces (or the code after
-    the paragraph it ends)."""
-    sentences = window.sentences
-    first = last = window.first
-    if dangling(window):
-        first -= 1
-    while (last + 1 < len(sentences) and last - window.first < opts.introduced_lines
-           and introduces(window.lead, sentences[last + 1], sentences[last])):
-        last += 1
+def _stretch(passage: Passage, speaks: set[int]) -> tuple[int, int]:
+    """The sentences of a passage a point quotes (first, last): from its
+    lead (or the sentence it points back to) on to the last sentence of the
+    passage that speaks to the question or is a line the point introduces."""
+    sentences, window, lead = passage.window.sentences, passage.window, passage.lead.first
+    first = lead - 1 if dangling(passage.lead) and lead - 1 >= window.first else lead
+    last = lead
+    for k in range(lead + 1, window.last + 1):
+        if k in speaks or (k == last + 1 and introduces(sentences[lead], sentences[k], sentences[k - 1])):
+            last = k
     return first, last
+
+
+def _fitting(members: list[Sentence], room: float) -> list[Sentence]:
+    """The first of `members` that fit in `room` words."""
+    kept, used = [], 0.0
+    for sentence in members:
+        used += reading_words(sentence.text)
+        if used > room:
+            break
+        kept.append(sentence)
+    return kept
 
 
 def _point(members: list[Sentence], label: str | None, row_columns: str) -> Insight:
@@ -101,8 +104,7 @@ def _point(members: list[Sentence], label: str | None, row_columns: str) -> Insi
     return Insight(text=text, dimension=label, citations=[source.cite(members[0].start, members[-1].end)])
 
 
-def _label(question: Question, part: int) -> str | None:
-    """The part a point answers, on a question of several parts."""
-    if not question.multi_part:
-        return None
-    return question.parts[part].text.rstrip("?？ ")
+def _label(question: Question, parts: list[int | None]) -> str | None:
+    """The parts a point answers, on a question of several parts."""
+    named = [question.parts[p].text.rstrip("?？ ") for p in parts if p is not None]
+    return "; ".join(named) if question.multi_part and named else None

@@ -33,7 +33,7 @@ import numpy as np
 
 from schemas.report import ContradictionOrGap, Insight, KeyDataPoint, SynthesisResult
 from tasks.common.text import evidence_terms
-from tasks.synthesis.answer import answer_points
+from tasks.synthesis.answer import Passage, answer_points
 from tasks.synthesis.base import Source, finish, no_sources_result, plan_dimensions
 from tasks.synthesis.candidates import Sentence, Window, candidates, quote_from, windows
 from tasks.synthesis.evidence import Scores, score
@@ -141,10 +141,26 @@ def _orders(question: Question, scores: Scores) -> list[list[int]]:
             for p in range(len(question.parts))]
 
 
-def _leads(question: Question, found: list[Window], scores: Scores, opts: ExtractiveOptions) -> list[int | None]:
-    """Per part, the evidence that leads its answer (None: it has none)."""
-    return [_lead(order, scores.relevance[p], found, opts) if order else None
-            for p, order in enumerate(_orders(question, scores))]
+def _passage(finding: _Finding, question: Question, found: list[Window], scores: Scores) -> Passage:
+    """A finding as the answer reads it: its passage, its lead sentence and
+    the part of the question it answers best."""
+    i = finding.index
+    asked = [(scores.relevance[p][i], p) for p, part in enumerate(question.parts)
+             if not part.dimension and scores.eligible[p][i]]
+    return Passage(finding.window, found[i], finding.relevance, max(asked)[1] if asked else None)
+
+
+def _lead_sentences(question: Question, found: list[Window], scores: Scores, opts: ExtractiveOptions) -> dict[int, int]:
+    """Each asked part's best sentence (its index), where it has evidence."""
+    return {p: found[_lead(order, scores.relevance[p], found, opts)].first
+            for p, order in enumerate(_orders(question, scores)) if order and not question.parts[p].dimension}
+
+
+def _speaking(found: list[Window], scores: Scores) -> set[int]:
+    """The sentences that speak to some part of the question: evidence for
+    it, or holding enough of its words or the kind of answer it wants."""
+    speaking = scores.related() | np.any(scores.eligible, axis=0) if scores.eligible else np.zeros(0, dtype=bool)
+    return {found[i].first for i in np.flatnonzero(speaking)}
 
 
 def _alike(window: Window, quoted: Window) -> float:
@@ -355,7 +371,8 @@ def extractive_synthesis(sources: list[Source], question_text: str, plan: dict |
     strong = _strong(scores, opts)
     picked = _pick(question, found, scores, strong, opts)
     insights = [_insight(f, _label_of(f, question, scores), lab) for f in picked]
-    answer = answer_points(question, found, scores, _leads(question, found, scores, opts), strong, lab["row_columns"])
+    answer = answer_points(question, [_passage(f, question, found, scores) for f in picked], _speaking(found, scores),
+                           _lead_sentences(question, found, scores, opts), lab["row_columns"])
     # figures only from evidence of some strength: a measure in a sentence that barely touches the question is noise
     relevance = np.where(strong, scores.best_relevance(), 0.0)
     points = _points([w.lead for w in found], [float(r) for r in relevance])
