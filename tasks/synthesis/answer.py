@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from schemas.report import ANSWER_WORDS, Insight
 from tasks.common.text import reading_words
-from tasks.synthesis.candidates import Sentence, Window, dangling, introduces
+from tasks.synthesis.candidates import Sentence, Window, introduces, points_back
 from tasks.synthesis.question import Question
 
 
@@ -73,11 +73,17 @@ def answer_points(question: Question, passages: list[Passage], speaks: set[int],
 
 
 def _stretch(passage: Passage, speaks: set[int]) -> tuple[int, int]:
-    """The sentences of a passage a point quotes (first, last): from its
-    lead (or the sentence it points back to) on to the last sentence of the
-    passage that speaks to the question or is a line the point introduces."""
+    """The sentences of a passage a point quotes (first, last): from the
+    first of the sentences just before its lead that speak to the question
+    (or the sentence that one points back to) on to the last sentence of
+    the passage that speaks to the question or is a line the point
+    introduces."""
     sentences, window, lead = passage.window.sentences, passage.window, passage.lead.first
-    first = lead - 1 if dangling(passage.lead) and lead - 1 >= window.first else lead
+    first = lead
+    while first - 1 >= window.first and first - 1 in speaks:
+        first -= 1
+    if first - 1 >= window.first and points_back(sentences, first):
+        first -= 1
     last = lead
     for k in range(lead + 1, window.last + 1):
         if k in speaks or (k == last + 1 and introduces(sentences[lead], sentences[k], sentences[k - 1])):

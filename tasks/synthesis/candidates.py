@@ -361,6 +361,12 @@ def introduces(lead: Sentence, line: Sentence, previous: Sentence) -> bool:
 
 
 def dangling(window: Window) -> bool:
-    before = window.sentences[window.first - 1] if window.first else None
-    return bool(before is not None and not window.lead.row and before.block == window.lead.block and (
-        _PRONOUN_START.match(window.lead.text) or _REFERS_BACK.search(window.lead.text)))
+    return points_back(window.sentences, window.first)
+
+
+def points_back(sentences: list[Sentence], k: int) -> bool:
+    """Whether sentence `k` points back to the one before it, in its block
+    ("It keeps …", "In this case …", "这样…")."""
+    before, sentence = (sentences[k - 1] if k else None), sentences[k]
+    return bool(before is not None and not sentence.row and before.block == sentence.block and (
+        _PRONOUN_START.match(sentence.text) or _REFERS_BACK.search(sentence.text)))

@@ -33,7 +33,7 @@ import numpy as np
 
 from schemas.report import ContradictionOrGap, Insight, KeyDataPoint, SynthesisResult
 from tasks.common.text import evidence_terms
-from tasks.synthesis.answer import Passage, answer_points
+from tasks.synthesis.answer import AnswerOptions, Passage, answer_points
 from tasks.synthesis.base import Source, finish, no_sources_result, plan_dimensions
 from tasks.synthesis.candidates import Sentence, Window, candidates, quote_from, windows
 from tasks.synthesis.evidence import Scores, score
@@ -58,6 +58,7 @@ class ExtractiveOptions:
     grow_back: float = 0.5      # a quote grows back through its passage from evidence of at least this support
     rank_margin: float = 0.15   # a better-ranked page's evidence leads when its relevance is this close
     hedge_margin: float = 0.3   # no part answered clearly: more from documents whose best evidence is this close
+    answer: AnswerOptions = AnswerOptions()  # how the answer is drawn from the evidence
 
 
 # -- findings ---------------------------------------------------------------------------
@@ -372,7 +373,7 @@ def extractive_synthesis(sources: list[Source], question_text: str, plan: dict |
     picked = _pick(question, found, scores, strong, opts)
     insights = [_insight(f, _label_of(f, question, scores), lab) for f in picked]
     answer = answer_points(question, [_passage(f, question, found, scores) for f in picked], _speaking(found, scores),
-                           _lead_sentences(question, found, scores, opts), lab["row_columns"])
+                           _lead_sentences(question, found, scores, opts), lab["row_columns"], opts.answer)
     # figures only from evidence of some strength: a measure in a sentence that barely touches the question is noise
     relevance = np.where(strong, scores.best_relevance(), 0.0)
     points = _points([w.lead for w in found], [float(r) for r in relevance])
