@@ -2,16 +2,18 @@
 their own sentences, each cited, in at most ANSWER_WORDS words.
 
 It is drawn from the evidence (tasks/synthesis/extractive.py), in its order
-— each part's best evidence first, then the most relevant other evidence —
-one point a passage: the sentence that answers, with the sentences of its
-passage that speak to the question too (a fact often sits in the sentence
-after the one that names the subject: "Feed once or twice a day." then
-"Only what they eat in about two minutes."), the sentence before it when it
-points back to it ("It keeps …", "In this case …", "这样…"), and the lines
-it introduces ("Type:" and the command; a paragraph and its code block).
-A point is one stretch of its source, verbatim, so its one citation proves
-it. Sentences of the passage that speak to nothing asked are left to the
-evidence below.
+— each part's best evidence first, then the most relevant other evidence.
+A passage gives a point that opens with the sentence that answers (or the
+sentence it points back to: "It keeps …", "In this case …", "这样…") and
+runs on through the sentences of its passage that speak to the question
+too (a fact often sits in the sentence after the one that names the
+subject: "Feed once or twice a day." then "Only what they eat in about two
+minutes.") and the lines it introduces ("Type:" and the command; a
+paragraph and its code block). The sentences just before it that speak to
+the question too ("Adults: once or twice a day." before "Fry need smaller
+meals") follow as a point of their own. A point is one stretch of its
+source, verbatim, so its one citation proves it. Sentences of the passage
+that speak to nothing asked are left to the evidence below.
 
 Points stop once the answer reads as long as AnswerOptions.words, or at a
 passage much weaker than the best: nothing that does not speak to the
@@ -53,42 +55,43 @@ def answer_points(question: Question, passages: list[Passage], speaks: set[int],
         return []
     best = max(p.relevance for p in passages)
     points: list[tuple[int, Insight]] = []
-    words = 0.0
+    words, drawn = 0.0, 0
     for passage in passages:
-        if points and (words >= opts.words or len(points) >= opts.most_points
-                       or passage.relevance < opts.weakest * best):
+        if points and (words >= opts.words or drawn >= opts.most_points or passage.relevance < opts.weakest * best):
             break
-        first, last = _stretch(passage, speaks)
-        members = _fitting(passage.window.sentences[first:last + 1], ANSWER_WORDS - words)
-        if not members:
-            continue
-        last = first + len(members) - 1
+        drawn += 1
+        first, opening, last = _stretch(passage, speaks)
         answered = [p for p, k in leads.items() if first <= k <= last] or [passage.part]
-        point = _point(members, _label(question, answered), row_columns)
-        points.append((min(p for p in answered if p is not None) if any(p is not None for p in answered) else 0,
-                       point))
-        words += reading_words(point.text)
+        label = _label(question, answered)
+        part = min((p for p in answered if p is not None), default=0)
+        # what says it first; the sentences before it that speak to the question too, after it
+        for start, end in ((opening, last), (first, opening - 1)):
+            members = _fitting(passage.window.sentences[start:end + 1], ANSWER_WORDS - words)
+            if members:
+                points.append((part, _point(members, label, row_columns)))
+                words += reading_words(points[-1][1].text)
     order = {p: k for k, p in enumerate(dict.fromkeys(part for part, _ in points))}
     return [point for _, point in sorted(points, key=lambda pp: order[pp[0]])]
 
 
-def _stretch(passage: Passage, speaks: set[int]) -> tuple[int, int]:
-    """The sentences of a passage a point quotes (first, last): from the
-    first of the sentences just before its lead that speak to the question
-    (or the sentence that one points back to) on to the last sentence of
-    the passage that speaks to the question or is a line the point
-    introduces."""
+def _stretch(passage: Passage, speaks: set[int]) -> tuple[int, int, int]:
+    """The sentences of a passage a point quotes (first, opening, last): it
+    opens with its lead (or the sentence the lead points back to) and runs
+    on to the last sentence of the passage that speaks to the question or
+    is a line the point introduces; `first` is the first of the sentences
+    just before the opening that speak to the question too."""
     sentences, window, lead = passage.window.sentences, passage.window, passage.lead.first
-    first = lead
+    opening = lead - 1 if lead - 1 >= window.first and points_back(sentences, lead) else lead
+    first = opening
     while first - 1 >= window.first and first - 1 in speaks:
         first -= 1
-    if first - 1 >= window.first and points_back(sentences, first):
-        first -= 1
+        if first - 1 >= window.first and points_back(sentences, first):
+            first -= 1
     last = lead
     for k in range(lead + 1, window.last + 1):
         if k in speaks or (k == last + 1 and introduces(sentences[lead], sentences[k], sentences[k - 1])):
             last = k
-    return first, last
+    return first, opening, last
 
 
 def _fitting(members: list[Sentence], room: float) -> list[Sentence]:
