@@ -30,9 +30,9 @@ MEDIAN_WORDS = 300
 PENALTY = 0.002  # per word over: 50 words too many cost a tenth of the facts
 
 GRID = {
-    "words": [150.0, 200.0, 250.0, 300.0],
-    "weakest": [0.4, 0.5, 0.6, 0.7, 0.8],
-    "most_points": [3, 4, 5, 6, 8],
+    "words": [250.0, 300.0],
+    "weakest": [0.4, 0.5, 0.6, 0.7],
+    "most_points": [4, 6, 8],
 }
 
 

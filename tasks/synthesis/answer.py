@@ -15,9 +15,11 @@ meals") follow as a point of their own. A point is one stretch of its
 source, verbatim, so its one citation proves it. Sentences of the passage
 that speak to nothing asked are left to the evidence below.
 
-Points stop once the answer reads as long as AnswerOptions.words, or at a
-passage much weaker than the best: nothing that does not speak to the
-question is added to make up a count."""
+A point after the first is kept only as far as its sentences fit within
+AnswerOptions.words (the first may take all of ANSWER_WORDS), and points
+stop at a passage much weaker than the best: nothing that does not speak
+to the question is added to make up a count. The options are set by
+bench/tune_answer.py on the tuning halves of the judged sets."""
 
 from __future__ import annotations
 
@@ -31,8 +33,8 @@ from tasks.synthesis.question import Question
 
 @dataclass(frozen=True)
 class AnswerOptions:
-    words: float = 250.0   # more points only while the answer reads shorter than this
-    weakest: float = 0.6   # a passage below this share of the best passage's relevance adds nothing
+    words: float = 300.0   # a point after the first only where it fits within this many words
+    weakest: float = 0.5   # a passage below this share of the best passage's relevance adds nothing
     most_points: int = 8
 
 
@@ -66,7 +68,9 @@ def answer_points(question: Question, passages: list[Passage], speaks: set[int],
         part = min((p for p in answered if p is not None), default=0)
         # what says it first; the sentences before it that speak to the question too, after it
         for start, end in ((opening, last), (first, opening - 1)):
-            members = _fitting(passage.window.sentences[start:end + 1], ANSWER_WORDS - words)
+            # the first point may take the whole answer; a later one only what is left of opts.words
+            room = (opts.words if points else ANSWER_WORDS) - words
+            members = _fitting(passage.window.sentences[start:end + 1], room)
             if members:
                 points.append((part, _point(members, label, row_columns)))
                 words += reading_words(points[-1][1].text)

@@ -105,7 +105,7 @@ def test_no_citations_is_marked_clearly():
 def test_unverified_citation_is_marked_and_never_shown_as_evidence_in_any_format():
     sources = make_sources()
     synthesis = extractive_synthesis(sources, PLAN["question"], PLAN)
-    only = [i for i in synthesis.synthesized_insights if i.citations[0].source_id == "src3"]
+    only = [i for i in [*synthesis.answer, *synthesis.synthesized_insights] if i.citations[0].source_id == "src3"]
     for insight in only:
         insight.citations[0].verified = False
         insight.citations[0].quote = "Hatch invented the wheel."

@@ -81,7 +81,7 @@ def test_the_terminal_shows_the_answer_within_its_budget_and_says_the_evidence_i
         lines = answer_lines(report, width=80)
         assert more.format(len(synthesis.synthesized_insights)) in lines
         points = [line for line in lines if line.startswith("• ")]
-        assert 1 <= len(points) == len(synthesis.answer) < len(synthesis.synthesized_insights)
+        assert 1 <= len(points) == len(synthesis.answer) <= len(synthesis.synthesized_insights)
         assert reading_words(" ".join(p.text for p in synthesis.answer)) <= ANSWER_WORDS
 
 
