@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import _thread
 import resource
+import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,7 +16,10 @@ MB = 1024 * 1024
 def within(seconds: float, stopped: BaseException) -> Iterator[None]:
     """Run the block for at most `seconds`, then raise `stopped` in it
     (through the main thread's interrupt: it reaches the block wherever it
-    is, a query or the formatting of its rows). Call from the main thread."""
+    is, a query or the formatting of its rows). The block has its own
+    handler of the interrupt, so whatever handler a library installed
+    before cannot swallow it; a real Ctrl-C is still a KeyboardInterrupt.
+    Call from the main thread."""
     lock = threading.Lock()
     state = {"running": True, "fired": False}
 
@@ -23,8 +27,12 @@ def within(seconds: float, stopped: BaseException) -> Iterator[None]:
         with lock:
             if state["running"]:
                 state["fired"] = True
-                _thread.interrupt_main()
+                _thread.interrupt_main(signal.SIGINT)
 
+    def interrupted(signum, frame) -> None:
+        raise KeyboardInterrupt
+
+    before = signal.signal(signal.SIGINT, interrupted)
     timer = threading.Timer(seconds, stop)
     timer.daemon = True
     timer.start()
@@ -38,6 +46,7 @@ def within(seconds: float, stopped: BaseException) -> Iterator[None]:
         with lock:
             state["running"] = False
         timer.cancel()
+        signal.signal(signal.SIGINT, before)
 
 
 @contextmanager

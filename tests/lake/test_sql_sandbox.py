@@ -5,6 +5,7 @@ extension, however it is dressed up."""
 from __future__ import annotations
 
 import hashlib
+import signal
 import socket
 from pathlib import Path
 
@@ -338,18 +339,25 @@ def test_a_query_past_the_memory_limit_is_stopped_in_one_line(landed, cli, error
     assert error_lines_of(done.stderr) == [done.stderr.strip()] and "more memory than 768 MB" in done.stderr
 
 
-def test_the_time_limit_covers_the_whole_command():
+@pytest.mark.parametrize("handler", [signal.default_int_handler, signal.SIG_IGN])
+def test_the_time_limit_covers_the_whole_command(handler):
     """Whatever the command is doing when its time is up (here: Python
-    formatting rows, where no engine interrupt reaches), it stops."""
+    formatting rows, where no engine interrupt reaches), it stops — even
+    where a library set Ctrl-C aside before — and Ctrl-C is as it was."""
     import time
     from flows.cli.limits import within
     stopped = QueryTimedOut("stopped")
-    started = time.monotonic()
-    with pytest.raises(QueryTimedOut):
-        with within(0.3, stopped):
-            while time.monotonic() - started < 30:
-                sum(range(1000))
-    assert time.monotonic() - started < 10
+    before = signal.signal(signal.SIGINT, handler)
+    try:
+        started = time.monotonic()
+        with pytest.raises(QueryTimedOut):
+            with within(0.3, stopped):
+                while time.monotonic() - started < 30:
+                    sum(range(1000))
+        assert time.monotonic() - started < 10
+        assert signal.getsignal(signal.SIGINT) == handler
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 def test_a_configured_secret_in_the_lakes_rows_is_masked(cli, lake, inbox, new_bundle, new_item):
