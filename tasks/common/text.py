@@ -189,3 +189,14 @@ def reading_words(text: str | None) -> float:
     """How long a text reads, in words: each run of other characters
     between spaces a word, each CJK character two thirds of one."""
     return sum(CJK_WORD if _CJK.match(token) else 1.0 for token in _READ_TOKEN.findall(text or ""))
+
+
+def first_that_read_within(items: list, words: float) -> list:
+    """The first of `items` (each with a `text`) that read, together, within `words` words."""
+    kept, used = [], 0.0
+    for item in items:
+        used += reading_words(item.text)
+        if used > words:
+            break
+        kept.append(item)
+    return kept

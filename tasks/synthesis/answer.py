@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from schemas.report import ANSWER_WORDS, Insight
-from tasks.common.text import reading_words
+from tasks.common.text import first_that_read_within, reading_words
 from tasks.synthesis.candidates import Sentence, Window, introduces, points_back
 from tasks.synthesis.question import Question
 
@@ -70,7 +70,7 @@ def answer_points(question: Question, passages: list[Passage], speaks: set[int],
         for start, end in ((opening, last), (first, opening - 1)):
             # the first point may take the whole answer; a later one only what is left of opts.words
             room = (opts.words if points else ANSWER_WORDS) - words
-            members = _fitting(passage.window.sentences[start:end + 1], room)
+            members = first_that_read_within(passage.window.sentences[start:end + 1], room)
             if members:
                 points.append((part, _point(members, label, row_columns)))
                 words += reading_words(points[-1][1].text)
@@ -96,17 +96,6 @@ def _stretch(passage: Passage, speaks: set[int]) -> tuple[int, int, int]:
         if k in speaks or (k == last + 1 and introduces(sentences[lead], sentences[k], sentences[k - 1])):
             last = k
     return first, opening, last
-
-
-def _fitting(members: list[Sentence], room: float) -> list[Sentence]:
-    """The first of `members` that fit in `room` words."""
-    kept, used = [], 0.0
-    for sentence in members:
-        used += reading_words(sentence.text)
-        if used > room:
-            break
-        kept.append(sentence)
-    return kept
 
 
 def _point(members: list[Sentence], label: str | None, row_columns: str) -> Insight:

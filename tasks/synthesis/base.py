@@ -11,7 +11,7 @@ from functools import cached_property
 from urllib.parse import urlsplit
 
 from schemas.report import ANSWER_WORDS, Citation, ContradictionOrGap, Insight, SourceRef, SynthesisResult
-from tasks.common.text import reading_words
+from tasks.common.text import first_that_read_within
 from schemas.urls import domain_of, url_scheme
 from tasks.synthesis.labels import labels
 from tasks.synthesis.passages import clip, locate
@@ -149,13 +149,7 @@ def finish(result: SynthesisResult, sources: list[Source]) -> SynthesisResult:
 
 def within_answer(points: list[Insight]) -> list[Insight]:
     """The points of an answer, in order, while they fit in ANSWER_WORDS words."""
-    kept, words = [], 0.0
-    for point in points:
-        words += reading_words(point.text)
-        if words > ANSWER_WORDS:
-            break
-        kept.append(point)
-    return kept
+    return first_that_read_within(points, ANSWER_WORDS)
 
 
 def no_sources_result(question: str, language: str, dims: list[str], synthesizer: str) -> SynthesisResult:
