@@ -267,7 +267,7 @@ def quote_from(window: Window, taken: set[int], related: set[int], limit: int,
       a passage, and the sentence chosen is often in the middle of it (a
       step of a procedure, a sentence going on from the list before it)."""
     first, last, sentences = window.first, window.last, window.sentences
-    if dangling(window) and first - 1 not in taken:
+    if points_back(sentences, first) and first - 1 not in taken:
         first -= 1
     while (first > 0 and first - 1 not in taken | apart and sentences[first - 1].block == sentences[first].block
            and (sentences[first - 1].statement or sentences[first - 1].brief)
@@ -358,10 +358,6 @@ def introduces(lead: Sentence, line: Sentence, previous: Sentence) -> bool:
         return not line.statement or line.brief or line.short_block
     code = not line.statement and not line.brief
     return code and (line.block == lead.block + 1 or (previous is not lead and line.block == previous.block))
-
-
-def dangling(window: Window) -> bool:
-    return points_back(window.sentences, window.first)
 
 
 def points_back(sentences: list[Sentence], k: int) -> bool:
