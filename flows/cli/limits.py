@@ -21,7 +21,7 @@ def within(seconds: float, stopped: BaseException) -> Iterator[None]:
     before cannot swallow it; a real Ctrl-C is still a KeyboardInterrupt.
     Call from the main thread."""
     lock = threading.Lock()
-    state = {"running": True, "fired": False}
+    state = {"running": True, "fired": False, "interrupted": False}
 
     def stop() -> None:
         with lock:
@@ -30,6 +30,7 @@ def within(seconds: float, stopped: BaseException) -> Iterator[None]:
                 _thread.interrupt_main(signal.SIGINT)
 
     def interrupted(signum, frame) -> None:
+        state["interrupted"] = True
         raise KeyboardInterrupt
 
     before = signal.signal(signal.SIGINT, interrupted)
@@ -41,6 +42,8 @@ def within(seconds: float, stopped: BaseException) -> Iterator[None]:
     except BaseException:  # the interrupt, or what the engine made of it ("Query interrupted")
         if state["fired"]:
             raise stopped from None
+        if state["interrupted"]:  # Ctrl-C, even where the engine turned it into "Query interrupted"
+            raise KeyboardInterrupt from None
         raise
     finally:
         with lock:

@@ -360,6 +360,21 @@ def test_the_time_limit_covers_the_whole_command(handler):
         signal.signal(signal.SIGINT, before)
 
 
+def test_ctrl_c_during_a_query_is_an_interruption_not_an_engine_error():
+    """Ctrl-C while the engine runs: the command says "interrupted" (a
+    KeyboardInterrupt), not the engine's "Query interrupted" traceback."""
+    import os
+    import threading
+
+    import duckdb
+    from flows.cli.limits import within
+    con = duckdb.connect()
+    threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+    with pytest.raises(KeyboardInterrupt):
+        with within(60, QueryTimedOut("stopped")):
+            con.execute("select count(*) from range(100000000000) a").fetchall()
+
+
 def test_a_configured_secret_in_the_lakes_rows_is_masked(cli, lake, inbox, new_bundle, new_item):
     key = "tvly-0123456789abcdef-secret"
     lake.ingest(inbox.write(new_bundle("q1", [new_item("https://a.example/", title=f"leaked {key} here")])))
