@@ -32,7 +32,7 @@ CREATE OR REPLACE VIEW runs AS
     FROM judged;
 
 CREATE OR REPLACE VIEW run_events AS
-    SELECT trace_id, task_id, seq, "at", kind, name, status, detail
+    SELECT trace_id, task_id, seq, "at" AS event_at, kind, name, status, detail
     FROM run_event_log;
 
 CREATE OR REPLACE VIEW selections AS

@@ -10,5 +10,5 @@ CREATE OR REPLACE VIEW watch_rounds AS
 -- kind: source_added | source_dropped | source_moved | content_changed |
 -- insight_added | insight_removed | quote_added | quote_removed | answer_unchanged
 CREATE OR REPLACE VIEW changes AS
-    SELECT task_id AS topic, round, "at", kind, url, title, old_rank, new_rank, detail
+    SELECT task_id AS topic, round, "at" AS changed_at, kind, url, title, old_rank, new_rank, detail
     FROM watch_change_log;

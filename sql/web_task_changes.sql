@@ -1,5 +1,5 @@
 -- What changed in a watched topic ($1), the latest rounds first (at most $2 rows).
-SELECT round, "at", kind, url, title, old_rank, new_rank, detail
+SELECT round, changed_at, kind, url, title, old_rank, new_rank, detail
 FROM changes
 WHERE topic = $1
 ORDER BY round DESC,

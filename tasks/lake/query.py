@@ -17,7 +17,7 @@ from decimal import Decimal
 import duckdb
 
 from tasks.lake.catalog import Catalog
-from tasks.lake.sql_guard import NotReadOnly, check_query, check_view_definitions
+from tasks.lake.sql_guard import NotReadOnly, check_query, check_view_definitions, lists_tables, readable_tables
 from tasks.lake.sqlfiles import sql
 from tasks.common.errors import UserError
 from tasks.common.redaction import known_secrets, register_environment, without_known_secrets
@@ -59,6 +59,8 @@ def run_analyst_query(catalog: Catalog, query: str, timeout: float | None = None
                 _check_catalog_definitions(catalog)
                 for statement in statements:
                     result = _capped(catalog, statement.query)
+                    if statement.type != duckdb.StatementType.EXPLAIN and lists_tables(catalog.con, statement.query):
+                        result = _readable_only(result)
             finally:
                 catalog.con.rollback()
         except duckdb.PermissionException as exc:
@@ -70,6 +72,12 @@ def run_analyst_query(catalog: Catalog, query: str, timeout: float | None = None
             raise QueryTooLarge(f"the query needs more memory than {catalog.settings.sql_memory_mb} MB "
                                 "(SEARCHLAKE_SQL_MEMORY_MB sets the limit)") from None
     return result
+
+
+def _readable_only(listed: QueryResult) -> QueryResult:
+    """SHOW TABLES as analysts may read it: the lake's views and documented tables."""
+    readable = readable_tables()
+    return QueryResult(listed.columns, [row for row in listed.rows if str(row[0]).lower() in readable], listed.types)
 
 
 def _check_catalog_definitions(catalog: Catalog) -> None:

@@ -41,7 +41,9 @@ class NotReadOnly(UserError, ValueError):
     """Analysts' SQL may only read the lake's views."""
 
 
-LAKE_TABLES = ("results", "consolidated", "search_policy")
+# the tables the manual documents beside the views (docs/sql.md, batch.md, watch.md)
+LAKE_TABLES = ("results", "consolidated", "search_policy", "batch_questions", "watch_round_sources",
+               "watch_round_answers")
 TABLE_FUNCTIONS = {"range", "generate_series", "unnest", "json_each", "json_tree", "snapshots"}
 # The lake's own macros, which compute on values (sql/schema_00_lake.sql).
 LAKE_FUNCTIONS = frozenset({"url_domain"})
@@ -86,6 +88,16 @@ def check_view_definitions(con: duckdb.DuckDBPyConnection, definitions: list[tup
 
 # Definitions found safe: the check depends on their text alone.
 _safe_views: set[tuple[str, str]] = set()
+
+
+def lists_tables(con: duckdb.DuckDBPyConnection, query: str) -> bool:
+    """Whether `query` is SHOW TABLES itself, whose rows are to be the names
+    analysts may read (the catalog holds searchlake's internal tables too)."""
+    statements = _parsed(con, query).get("statements") or [{}]
+    node = statements[0].get("node") or {}
+    source = node.get("from_table") or {}
+    return (node.get("type") == "SELECT_NODE" and source.get("type") == "SHOW_REF"
+            and source.get("show_type") == "SHOW_UNQUALIFIED" and not node.get("where_clause"))
 
 
 def _check_tree(tree: dict, tables: frozenset[str]) -> None:

@@ -104,7 +104,7 @@ def test_trace_writes_jsonl_lines_and_event_rows(lake, settings, trace_id):
     assert [(r["seq"], r["kind"], r["name"], r["status"]) for r in rows] == \
         [(e["seq"], e["kind"], e["name"], e["status"]) for e in lines]
     assert json.loads(rows[2]["detail"])["candidates"] == 30
-    assert [r["at"] for r in rows] == [datetime.fromisoformat(e["at"]) for e in lines]
+    assert [r["event_at"] for r in rows] == [datetime.fromisoformat(e["at"]) for e in lines]
     assert [(s.name, s.status) for s in trace.history] == [("search", "complete"), ("quality_filter", "failed")]
     assert trace.attempts("quality_filter") == 1 and not trace.db_errors
 

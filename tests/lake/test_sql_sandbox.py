@@ -146,6 +146,28 @@ def test_queries_over_every_view_still_run(landed, settings):
         assert analyst(settings, query).columns, query
 
 
+def test_show_tables_lists_exactly_what_sql_lets_you_read(landed, settings):
+    """Every name SHOW TABLES gives answers a query, the documented tables
+    (batch_questions, watch_round_sources) among them; searchlake's internal
+    tables, which a query is refused, are not listed."""
+    listed = {row[0] for row in analyst(settings, "show tables").rows}
+    assert {"bundles", "consolidated", "batch_questions", "watch_round_sources", "watch_round_answers"} <= listed
+    for name in sorted(listed):
+        assert analyst(settings, f"select count(*) from {name}").rows, name
+    with open_catalog(settings, "test-sql", read_only=True) as catalog:  # the catalog holds more
+        internal = {row[0] for row in catalog.con.execute("show tables").fetchall()} - listed
+    assert internal
+    with pytest.raises(NotReadOnly):
+        analyst(settings, f"select count(*) from {sorted(internal)[0]}")
+
+
+def test_no_column_an_analyst_reads_needs_quoting(landed, settings):
+    """A column named like a keyword ("at") is a parser error unless quoted."""
+    for name in sorted(row[0] for row in analyst(settings, "show tables").rows):
+        columns = [row[0] for row in analyst(settings, f"describe {name}").rows]
+        assert analyst(settings, f"select {', '.join(columns)} from {name} limit 0").columns == columns, name
+
+
 @pytest.mark.parametrize("definition", [
     "SELECT name AS query_id, value AS provider FROM duckdb_settings()",
     "SELECT path AS query_id FROM duckdb_databases()",
