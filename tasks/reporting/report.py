@@ -47,17 +47,17 @@ def report_keys(task_id: str, report_id: str) -> dict[str, str]:
     return {fmt: Lake.report_key(task_id, report_id, name) for fmt, name in FORMATS.items()}
 
 
-def _report_row(task_id: str, report: ResearchReport, synthesis: SynthesisResult,
-                keys: dict[str, str]) -> dict[str, Any]:
-    """The task's `reports` row, by column."""
-    citations = synthesis.all_citations()
+def _report_row(task_id: str, report: ResearchReport, synthesis: SynthesisResult, keys: dict[str, str],
+                citations: list[dict[str, Any]]) -> dict[str, Any]:
+    """The task's `reports` row, by column; its counts of `citations` (its
+    report_citations rows) are theirs, so every surface counts the same."""
     meta = report.metadata
     return {
         "task_id": task_id,
         "generated_at": datetime.fromisoformat(meta.generatedAt) if meta.generatedAt else datetime.now(timezone.utc),
         "question": synthesis.question, "language": synthesis.language, "synthesizer": synthesis.synthesizer,
         "source_count": len(synthesis.sources), "cited_source_count": len(report.sources),
-        "citation_count": len(citations), "unverified_count": sum(1 for c in citations if not c.verified),
+        "citation_count": len(citations), "unverified_count": sum(1 for c in citations if not c["verified"]),
         "insight_count": len(synthesis.synthesized_insights), "warning_count": len(meta.warnings),
         "md_path": keys["md"], "html_path": keys["html"], "json_path": keys["json"],
         "duration_ms": meta.durationMs, "tokens": meta.tokens, "flow_run_id": current_flow_run(),
@@ -118,7 +118,7 @@ def store_report(catalog: Catalog, task_id: str, report: ResearchReport, synthes
             for key in old:
                 write.delete_after_commit(key)
         cat.run("report_delete", [task_id])
-        cat.run("report_insert", _report_row(task_id, report, report.synthesis, keys))
+        cat.run("report_insert", _report_row(task_id, report, report.synthesis, keys, citations))
         cat.run("report_citation_delete", [task_id])
         for row in citations:
             cat.run("report_citation_insert", row)

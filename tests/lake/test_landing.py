@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from datetime import datetime, timezone
 
@@ -252,10 +253,19 @@ def test_compaction_keeps_every_row_and_the_views_still_answer(lake, inbox, new_
     results_files = "SELECT count(*) FROM ducklake_list_files('lake', 'results')"
     assert lake.rows(results_files) == [(4,)]
 
+    files_before = lake.rows("SELECT count(*) FROM __ducklake_metadata_lake.ducklake_data_file "
+                             "WHERE end_snapshot IS NULL")[0][0]
     with open_catalog(lake.settings, "test-compact") as catalog:
-        compact(catalog, keep_days=0)
+        lines = compact(catalog, keep_days=0)
 
     assert lake.rows(results_files) == [(1,)]
+    # what it did, in numbers: the four results files (and the other tables' small files) merged
+    merged, made = map(int, re.fullmatch(r"small table files merged: (\d+) into (\d+); rewritten without their "
+                                         r"deleted rows: \d+", lines[1]).groups())
+    assert merged >= 4 and 1 <= made < merged
+    files_after = lake.rows("SELECT count(*) FROM __ducklake_metadata_lake.ducklake_data_file "
+                            "WHERE end_snapshot IS NULL")[0][0]
+    assert lines[2] == f"table files the lake reads: {files_after} (were {files_before})"
     assert lake.rows("SELECT * FROM results ORDER BY query_id, item_index") == every_row
     assert lake.rows("SELECT * FROM bundles ORDER BY query_id") == bundles
     assert lake.consolidated() == consolidated

@@ -146,7 +146,11 @@ def test_publish_lands_three_files_and_one_reports_row(settings, lake, inbox, ne
     synthesis = published.report.synthesis
     assert row["question"] == PLAN["question"] and row["language"] == "en" and row["synthesizer"] == "extractive"
     assert row["source_count"] == 3 and row["cited_source_count"] == len(published.report.sources)
-    assert row["citation_count"] == len(synthesis.all_citations()) > 0 and row["unverified_count"] == 0
+    # one count everywhere: the report_citations rows (the model's evidence among them), the history's commit
+    assert row["citation_count"] == lake.count("report_citations") > len(synthesis.all_citations()) > 0
+    assert row["unverified_count"] == 0
+    assert lake.rows("SELECT count(*) FROM report_citations WHERE section = 'model'") == [
+        (row["citation_count"] - len(synthesis.all_citations()),)]
     assert row["insight_count"] == len(synthesis.synthesized_insights)
     assert (row["md_path"], row["html_path"], row["json_path"]) == (keys["md"], keys["html"], keys["json"])
     assert row["duration_ms"] >= 0 and row["tokens"] == 0 and row["generated_at"] is not None
