@@ -8,6 +8,7 @@ catalog rather than in Parquet files. The manual's snippet for it
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -76,24 +77,33 @@ def manual_snippet() -> str:
 
 
 def test_the_manual_snippet_reads_the_lake_offline_in_a_fresh_process(tmp_path, inbox, new_bundle, new_item):
-    """The snippet as written, run from a project folder whose data/ holds
-    a lake that `searchlake ingest` and `consolidate` made."""
+    """The snippet as written, run from a project folder, on a lake that
+    `searchlake ingest` and `consolidate` made in a home named by
+    SEARCHLAKE_HOME elsewhere (and in the default home, data/)."""
     from tests.conftest import CLI
     project = tmp_path / "project"
     project.mkdir()
-    cli = CLI(project / "data", project)
+    home = tmp_path / "elsewhere" / "home"
+    cli = CLI(home, project)
     inbox.write(new_bundle("q1", [new_item("https://a.example/1", 0.9), new_item("https://b.example/2", 0.4)]))
     inbox.write(new_bundle("q2", [new_item("https://c.example/3", 0.7)], provider="other"))
     inbox.write(new_bundle("q1", [new_item("https://d.example/4", 0.5)], task_id="t2"), "t2-q1.json")
     assert cli.run("ingest", str(inbox.folder)).returncode == 0
     assert cli.run("consolidate", "--all").returncode == 0
 
+    (project / "data").symlink_to(home, target_is_directory=True)
+    for env in ({"SEARCHLAKE_HOME": str(home)}, {}):
+        read = _snippet_reads(project, env)
+        assert read["calls"] == [["t1", "other", 1], ["t1", "test", 1], ["t2", "test", 1]]
+        assert [[task, rank, url] for task, rank, _title, url in read["top"]] == [
+            ["t1", 1, "https://a.example/1"], ["t1", 2, "https://c.example/3"], ["t1", 3, "https://b.example/2"],
+            ["t2", 1, "https://d.example/4"]]
+
+
+def _snippet_reads(project: Path, env: dict) -> dict:
     shown = "\nimport json\nprint(json.dumps({'calls': calls.rows(), 'top': top.rows()}))\n"
+    environment = {k: v for k, v in os.environ.items() if k != "SEARCHLAKE_HOME"} | env
     done = subprocess.run([sys.executable, "-c", manual_snippet() + shown], cwd=project, capture_output=True,
-                          text=True, timeout=120)
+                          text=True, timeout=120, env=environment)
     assert done.returncode == 0, done.stderr
-    read = json.loads(done.stdout.strip().splitlines()[-1])
-    assert read["calls"] == [["t1", "other", 1], ["t1", "test", 1], ["t2", "test", 1]]
-    assert [[task, rank, url] for task, rank, _title, url in read["top"]] == [
-        ["t1", 1, "https://a.example/1"], ["t1", 2, "https://c.example/3"], ["t1", 3, "https://b.example/2"],
-        ["t2", 1, "https://d.example/4"]]
+    return json.loads(done.stdout.strip().splitlines()[-1])
