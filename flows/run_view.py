@@ -43,8 +43,7 @@ class RunView:
         one commit, then the progress events and the terminal."""
         self.trace.run("running", {"plan": plan_lines}, record=record)
         self.progress.begin({"plan": plan_lines})
-        for line in plan_lines:
-            self.terminal.note(line)
+        self.terminal.plan(plan_lines)
 
     @contextmanager
     def stage(self, name: str, label: str) -> Iterator[dict]:

@@ -90,8 +90,8 @@ def _spawn(config: Settings) -> ServeRecord | None:
             return None
         record = ServeRecord.of(config, process.pid)
         if record is not None and answers(record):
-            say(f"started searchlake serve at {record.url} (pid {record.pid}, log {log}; it stops after "
-                f"{config.serve_idle_minutes:g} min idle; SEARCHLAKE_AUTOSERVE=false: no background server)")
+            say(f"started a background searchlake serve at {record.url} (pid {record.pid}, log {log}); it stops "
+                f"after {config.serve_idle_minutes:g} min idle (to run without one: SEARCHLAKE_AUTOSERVE=false)")
             return record
         time.sleep(0.1)
     _stop(process)

@@ -5,10 +5,13 @@ from __future__ import annotations
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+from flows.observer import DETAILS_ONLY
+
 
 class TerminalObserver:
-    def __init__(self, console: Console):
+    def __init__(self, console: Console, details: bool = False):
         self.console = console
+        self.details = details
         self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
                                  MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=False)
         self.bar = None
@@ -20,6 +23,11 @@ class TerminalObserver:
 
     def __exit__(self, *exc) -> None:
         self.progress.stop()
+
+    def plan(self, lines: list[str]) -> None:
+        for line in lines:
+            if self.details or not line.startswith(DETAILS_ONLY):
+                self.note(line)
 
     def step(self, step: str, label: str) -> None:
         self.console.print(f"[bold]·[/bold] {label}")

@@ -16,7 +16,7 @@ from tasks.common.settings import Settings
 HANDOFF_TIMEOUT = 300.0  # s for the server to start the run (Prefect may be starting there)
 
 
-def hand_off(config: Settings, request: ResearchRequest) -> str | None:
+def hand_off(config: Settings, request: ResearchRequest, details: bool = False) -> str | None:
     """The trace id of a run started in a server of this home and these
     settings (started now when there is none, see flows/cli/autoserve.py);
     None when the run is to run here."""
@@ -45,7 +45,7 @@ def hand_off(config: Settings, request: ResearchRequest) -> str | None:
     doc = response.json()
     err.print(f"running in searchlake serve at {record.url} (watch it at {record.url}/tasks/{doc['task_id']}/runs/"
               f"{doc['run_id']})", markup=False, highlight=False)
-    follow_in_terminal(config, doc["task_id"], doc["run_id"], record.pid)
+    follow_in_terminal(config, doc["task_id"], doc["run_id"], record.pid, details)
     return doc["run_id"]
 
 
@@ -57,14 +57,14 @@ def _refusal(response, url: str) -> str:
         return f"the searchlake serve at {url} refused the run (HTTP {response.status_code})"
 
 
-def follow_in_terminal(config: Settings, task_id: str, run_id: str, server_pid: int) -> None:
+def follow_in_terminal(config: Settings, task_id: str, run_id: str, server_pid: int, details: bool = False) -> None:
     """Draw the run's events as the local terminal view does, until its last
     event (or until the server running it is gone)."""
     from flows.cli.console import TerminalObserver
     from tasks.lake.files import run_logs_root
     from tasks.progress.events import events_path
     path = events_path(run_logs_root(config), task_id, run_id)
-    with TerminalObserver(err) as watch, open(path, encoding="utf-8") as handle:
+    with TerminalObserver(err, details) as watch, open(path, encoding="utf-8") as handle:
         drawing = _Drawing(watch)
         for event in _events_until_the_last(handle, task_id, server_pid):
             drawing.draw(event)
@@ -111,8 +111,7 @@ class _Drawing:
     def draw(self, event) -> None:
         metadata = event.payload.metadata or {}
         if event.step_type == "pipeline":
-            for line in metadata.get("plan", []):
-                self.watch.note(line)
+            self.watch.plan(metadata.get("plan", []))
         elif "gate" in metadata:
             self._gate(metadata)
         elif event.status == "start":

@@ -29,7 +29,7 @@ def research(
     max_target_count: Annotated[Optional[int], typer.Option(help="Cap on --target, 1-200 (PIPELINE_MAX_TARGET_COUNT)")] = None,
     max_fallback_rounds: Annotated[Optional[int], typer.Option(help="0-5 (PIPELINE_MAX_FALLBACK_ROUNDS)")] = None,
     here: Annotated[bool, typer.Option("--here", help="Run in this process, not in a `searchlake serve` (running or started for it)")] = False,
-    details: Annotated[bool, typer.Option("--details", help="After the answer, the run's stages, outputs and top sources")] = False,
+    details: Annotated[bool, typer.Option("--details", help="The run plan's stages and search policy as it starts; after the answer, the run's stages, outputs and top sources")] = False,
     questions: Annotated[Optional[Path], typer.Option(help="Research every question of this file (.csv, .jsonl or .txt): see docs/batch.md")] = None,
     concurrency: Annotated[int, typer.Option(help="With --questions: questions researched at once, 1-8")] = 1,
     batch: Annotated[Optional[str], typer.Option(help="With --questions: the batch's name (default: from the file's questions)")] = None,
@@ -60,7 +60,7 @@ def research(
         raise UserError(str(exc)) from None
     if not here:
         from flows.cli.handoff import hand_off
-        trace_id = hand_off(config, request)
+        trace_id = hand_off(config, request, details)
         if trace_id is not None:
             raise typer.Exit(print_run_outcome(trace_id, "the run did not start", details))
     raise typer.Exit(run_here(request, details))
@@ -80,7 +80,7 @@ def run_here(request, details: bool = False) -> int:
     from flows.cli.console import TerminalObserver
     from flows.prefect_api import PrefectUnavailable, run_flow
     from flows.research import timed_flow
-    with TerminalObserver(err) as watch:
+    with TerminalObserver(err, details) as watch:
         token = observer.current.set(watch)
         try:
             state = run_flow(timed_flow(request), **request.flow_parameters())

@@ -111,6 +111,7 @@ def test_offline_research_exits_0_and_says_where_everything_is(research_cli, lak
     assert row == {"trace_id": trace_id, "status": "complete", "filtered_count": 2}
     # the terminal showed the run plan and the stages on stderr, with no error line
     assert f"trace id: {trace_id}" in done.stderr
+    assert "policy:" not in done.stderr and "stages:" not in done.stderr  # those only with --details
     assert not [line for line in done.stderr.splitlines() if line.startswith("error:")]
 
 

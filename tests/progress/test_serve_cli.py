@@ -204,7 +204,7 @@ def test_research_starts_a_background_server_that_stops_when_idle(user, lake, er
             assert code == 0 and "status:   complete in " in stdout, stderr
             assert not error_lines_of(stderr)
         (url,) = {re.search(r"running in searchlake serve at (\S+)", stderr)[1] for _, _, stderr in outcomes}
-        assert len(servers) == 1 and sum("started searchlake serve" in e for _, _, e in outcomes) == 1
+        assert len(servers) == 1 and sum("started a background searchlake serve" in e for _, _, e in outcomes) == 1
         assert log.read_text().count("searchlake on ") == 1
 
         # other settings: the running server is not used, a new one is started
@@ -305,7 +305,7 @@ def test_commands_with_other_settings_never_run_in_each_others_server(user, lake
             again = user.run("research", *args, "--task-id", "via-first-again", timeout=600,
                              SEARXNG_URL=first_instance.url, **env)
             assert again.returncode == 0, again.stderr
-            assert "started searchlake serve" not in again.stderr and f"at {first_url} " in again.stderr
+            assert "started a background searchlake serve" not in again.stderr and f"at {first_url} " in again.stderr
             assert len(first_instance.queries) > asked_first
         finally:
             for pid in servers:
@@ -316,7 +316,7 @@ def test_commands_with_other_settings_never_run_in_each_others_server(user, lake
 
 
 def started_pids(stderr: str) -> set[int]:
-    return {int(pid) for pid in re.findall(r"started searchlake serve at \S+ \(pid (\d+)", stderr)}
+    return {int(pid) for pid in re.findall(r"started a background searchlake serve at \S+ \(pid (\d+)", stderr)}
 
 
 def session_members(sid: int) -> list[int]:
