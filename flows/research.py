@@ -33,9 +33,10 @@ from schemas.plan import ResearchPlan
 from schemas.request import ResearchRequest
 from tasks.common.settings import Settings, research_settings
 from tasks.lake.catalog import commit_scope
-from tasks.governance.gates import (build_output, filter_sufficiency, output_check, search_completeness, threshold,
-                                    unused_keywords)
+from tasks.governance.gates import (build_output, filter_sufficiency, output_check, search_completeness, sized_target,
+                                    threshold, unused_keywords)
 from tasks.common.http import make_client
+from tasks.common.text import counted
 from tasks.governance.preflight import preflight
 from tasks.retrieval.providers.registry import enabled_names, provider_class
 from tasks.governance.filters import aggregate_publishers
@@ -77,9 +78,14 @@ class RunContext:
         return self.request.question
 
 
+# the question's first words, Latin or Chinese (a run of Chinese is cut to 8 characters)
+_ID_WORDS = re.compile(r"[a-z0-9]+|[\u4e00-\u9fff]{1,8}")
+
+
 def new_task_id(question: str) -> str:
+    """r<time>-<the question's first words>-<4 hex>: "r20261127-190603-刹车片多久换一次-75b2"."""
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-    words = "-".join(re.findall(r"[a-z0-9]+", question.lower())[:4])[:40]
+    words = "-".join(_ID_WORDS.findall(question.lower())[:4])[:40].rstrip("-")
     return f"r{stamp}-{words or 'q'}-{uuid.uuid4().hex[:4]}"
 
 
@@ -198,6 +204,11 @@ def _run(ctx: RunContext) -> dict:
                 detail[name] = prepare_task(name, ctx.task_id, settings)
     search_stats, candidates = _search_to_target(ctx, plan)
     counts["candidate_count"] = len(candidates)
+    if search_stats["exhausted"] and ctx.request.target is None:
+        sized = sized_target(len(candidates), ctx.target, ctx.policy)
+        if sized < ctx.target:
+            view.terminal.note(f"target {sized} sources: the providers hold {len(candidates)} candidates")
+            ctx.target = sized
     _gate(view, search_completeness(len(candidates), ctx.target, ctx.policy, deepest=search_stats["deepest"],
                                     exhausted=search_stats["exhausted"]))
 
@@ -277,7 +288,8 @@ def _search(ctx: RunContext, plan: ResearchPlan, stage: str, depth: int | None =
     landed = landed_task(ctx.task_id, ctx.settings)
     pending = [call for call in calls if call.query.query_id not in landed]
     failed = 0
-    with view.stage(stage, f"searching {len(names)} providers" + (f", {depth} results each" if depth else "")) as detail:
+    label = f"searching {counted(len(names), 'provider')}" + (f", {depth} results each" if depth else "")
+    with view.stage(stage, label) as detail:
         view.searches_planned(len(pending))
         futures = [search_task.submit(call, ctx.task_id, ctx.settings, ctx.client, depth) for call in pending]
         for future in as_completed(futures):

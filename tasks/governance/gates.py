@@ -61,6 +61,13 @@ def search_completeness(candidates: int | Sized, target: int, policy: Policy,
                       f"cover the question with --library FOLDER, or add providers with --providers", metrics)
 
 
+def sized_target(candidates: int, target: int, policy: Policy) -> int:
+    """The default target cut to what `candidates` can give once the
+    providers have nothing more (a small library is no incomplete search):
+    at most candidates / min_candidate_multiplier, at least 1."""
+    return max(1, min(target, math.floor(candidates / policy.min_candidate_multiplier)))
+
+
 # -- after the quality filter ---------------------------------------------------
 
 def filter_sufficiency(selected: int | Sized, target: int, policy: Policy, rounds_used: int,

@@ -6,6 +6,7 @@ everything is; a run a gate stops exits 1 and names the gate."""
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -113,6 +114,25 @@ def test_offline_research_exits_0_and_says_where_everything_is(research_cli, lak
     assert f"trace id: {trace_id}" in done.stderr
     assert "policy:" not in done.stderr and "stages:" not in done.stderr  # those only with --details
     assert not [line for line in done.stderr.splitlines() if line.startswith("error:")]
+
+
+def test_a_small_library_with_the_default_target_runs_without_a_warning(research_cli, lake, shared_prefect_home,
+                                                                        monkeypatch):
+    """The default target (10 sources) is more than a five-document library
+    holds: once the search has nothing more, the target is what the
+    candidates can give, and a sound run warns of nothing."""
+    monkeypatch.setenv("PREFECT_HOME", str(shared_prefect_home))
+    done = research_cli.run("research", QUESTION, "--library", str(research_cli.library), "--task-id", "cli-small",
+                            "--here", timeout=120, SEARCHLAKE_MAX_QUERIES_PER_INTENT="1")
+    assert done.returncode == 0, done.stderr
+    assert "target 10 sources" in done.stderr  # the plan's default
+    sized = re.search(r"^target (\d+) sources: the providers hold (\d+) candidates$", done.stderr, re.MULTILINE)
+    assert sized and int(sized[1]) <= int(sized[2]) // 2
+    assert not re.search(r"^gate \w+: (warn|fallback)", done.stderr, re.MULTILINE), done.stderr
+    (row,) = lake.dicts("SELECT status, stage_history FROM runs WHERE task_id = 'cli-small'")
+    assert row["status"] == "complete"
+    gates = lake.rows("SELECT name, status FROM run_events WHERE task_id = 'cli-small' AND kind = 'gate'")
+    assert gates and all(status == "pass" for _, status in gates), gates
 
 
 def test_run_stopped_by_a_gate_exits_1_and_names_the_gate(research_cli, lake, shared_prefect_home, monkeypatch):
