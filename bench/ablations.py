@@ -1,10 +1,10 @@
-"""Do the scorer's rules pay? Each rule switched off in turn, the answers
+"""Do the scorer's features pay? Each switched off in turn, the answers
 synthesized again over the cached inputs (bench/answers.py --resynth's
 cache), scored on the tuning halves, the test halves and the test-only sets.
 
-    .venv/bin/python bench/ablations.py [--sets ...] [--only money-cue,zh-choice]
+    .venv/bin/python bench/ablations.py [--sets ...] [--only heading,section]
 
-A rule that costs nothing on the test halves when it is off does not pay,
+A feature that costs nothing on the test halves when it is off does not pay,
 and is removed from the code (bench/README.md lists what was measured).
 """
 
@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
-from contextlib import contextmanager, nullcontext
 from dataclasses import replace
 from pathlib import Path
 
@@ -26,53 +24,18 @@ if str(ROOT) not in sys.path:
 from bench.answers import CACHE, SETS, _scored, part_of  # noqa: E402
 from bench.relevance import JudgedSet, load_set  # noqa: E402
 
-NEVER = re.compile(r"(?!)")
-
-
-def _without_cue(module: str, language: str, answer: str):
-    import importlib
-    mod = importlib.import_module(f"tasks.synthesis.language.{module}")
-    lang = getattr(mod, language)
-    return mod, language, replace(lang, cues=tuple(c for c in lang.cues if c.answer != answer))
-
-
-@contextmanager
-def patched(target, name: str, value):
-    before = getattr(target, name)
-    setattr(target, name, value)
-    try:
-        yield
-    finally:
-        setattr(target, name, before)
-
-
 def ablation(name: str):
-    """A context in which the rule `name` is off, and the parameters to use."""
-    from tasks.synthesis.language import en, zh
+    """The scorer's parameters with the feature `name` switched off."""
     from tasks.synthesis.parameters import PARAMETERS
-    cue = {"money-cue": ("en", "EN", "money"), "en-choice": ("en", "EN", "choice"), "zh-choice": ("zh", "ZH", "choice"),
-           "zh-money": ("zh", "ZH", "money")}
-    if name in cue:
-        mod, attr, value = _without_cue(*cue[name])
-        return patched(mod, attr, value), PARAMETERS
-    if name == "zh-embedded":
-        return patched(zh, "_EMBEDDED", NEVER), PARAMETERS
-    if name == "zh-trailing-ne":
-        return patched(zh, "ZH", replace(zh.ZH, elliptical=lambda piece: False)), PARAMETERS
-    if name == "en-elliptical":
-        return patched(en, "EN", replace(en.EN, elliptical=lambda piece: False)), PARAMETERS
-    if name == "contractions":
-        return patched(en, "_CONTRACTION", NEVER), PARAMETERS
     params = {"heading-asks": {"heading_asks": 0.0}, "carried": {"carried": 0.0}, "framing": {"framing_credit": 0.0},
               "meaning": {"meaning_credit": 0.0}, "sentence-model": {"sentence": 0.0, "sentence_support": 0.0},
               "rank-prior": {"rank": 0.0}, "section": {"section": 0.0}, "heading": {"heading": 0.0},
               "lexical": {"lexical": 0.0}, "dense": {"dense": 0.0, "dense_support": 0.0},
               "answer-type": {"answer_type": 0.0, "type_support": 0.0}}[name]
-    return nullcontext(), replace(PARAMETERS, **params)
+    return replace(PARAMETERS, **params)
 
 
-ABLATIONS = ["none", "money-cue", "zh-money", "en-choice", "zh-choice", "zh-embedded", "zh-trailing-ne", "en-elliptical",
-             "contractions", "heading-asks", "carried", "framing", "meaning", "sentence-model", "rank-prior", "section",
+ABLATIONS = ["none", "heading-asks", "carried", "framing", "meaning", "sentence-model", "rank-prior", "section",
              "heading", "lexical", "dense", "answer-type"]
 
 
@@ -120,9 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     names = ["none", *[n.strip() for n in args.only.split(",")]] if args.only else ABLATIONS
     results = {}
     for name in names:
-        context, params = ablation(name) if name != "none" else (nullcontext(), PARAMETERS)
-        with context:
-            results[name] = {half: figures(halves[half], params) for half in args.halves.split(",")}
+        params = ablation(name) if name != "none" else PARAMETERS
+        results[name] = {half: figures(halves[half], params) for half in args.halves.split(",")}
         for half, sets in results[name].items():
             for set_name, scored in sets.items():
                 print(f"{name:16} {half:4} {set_name:22} {summary(scored)}", flush=True)

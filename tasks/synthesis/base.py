@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cached_property
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from schemas.report import ANSWER_WORDS, Citation, ContradictionOrGap, Insight, SourceRef, SynthesisResult
 from tasks.common.text import first_that_read_within
@@ -84,12 +84,12 @@ def document_key(url: str) -> str:
 
 def source_label(url: str) -> str:
     """What a citation link shows: the domain (without www.), or for a local
-    file its name."""
+    file its name as written (刹车片.md, not its percent-encoding)."""
     scheme = url_scheme(url)
     if scheme in ("http", "https"):
         return domain_of(url) or url
     if scheme == "file":
-        return url.rstrip("/").rsplit("/", 1)[-1] or url
+        return unquote(url.rstrip("/").rsplit("/", 1)[-1]) or url
     return url
 
 

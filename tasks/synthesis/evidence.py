@@ -64,13 +64,13 @@ from wordfreq import zipf_frequency
 from tasks.common.text import normalize, evidence_terms
 from tasks.retrieval.bm25 import TermIndex, feedback_weights
 from tasks.synthesis.candidates import Sentence, Window
-from tasks.synthesis.figures import CURRENCY_UNITS, figures
+from tasks.synthesis.figures import figures
 from tasks.synthesis.passages import has_cjk
 from tasks.synthesis.language import any_language
 from tasks.synthesis.parameters import PARAMETERS, Parameters
 from tasks.synthesis.language.zh import chinese_words
-from tasks.synthesis.question import (asks_for, CHOICE, DEFINITION, DURATION, FREQUENCY, MEASURES, MONEY,
-                                      QUANTITY, TEMPERATURE, Part, Question, holds)
+from tasks.synthesis.question import (asks_for, DEFINITION, DURATION, FREQUENCY, MEASURES, QUANTITY, TEMPERATURE,
+                                      Part, Question, holds)
 
 # The features relevance weighs (Parameters names their weights): per part, per window.
 FEATURES = ("coverage", "lexical", "dense", "answer_type", "rank", "heading", "heading_asks", "section")
@@ -79,7 +79,7 @@ FEATURES = ("coverage", "lexical", "dense", "answer_type", "rank", "heading", "h
 
 # What a sentence giving each kind of answer holds, in any language.
 _ANSWER_PATTERNS = {answer: any_language(lambda language, answer=answer: language.gives.get(answer))
-                    for answer in (DURATION, FREQUENCY, TEMPERATURE, QUANTITY, CHOICE)}
+                    for answer in (DURATION, FREQUENCY, TEMPERATURE, QUANTITY)}
 
 
 def defines(sentence: Sentence, subject: str | None, params: Parameters = PARAMETERS) -> bool:
@@ -90,8 +90,6 @@ def defines(sentence: Sentence, subject: str | None, params: Parameters = PARAME
 
 
 def answers_type(sentence: Sentence, answer: str | None) -> bool:
-    if answer == MONEY:
-        return any(f.base_unit in CURRENCY_UNITS for f in figures(sentence.text))
     pattern = _ANSWER_PATTERNS.get(answer or "")
     if pattern is None:
         return False

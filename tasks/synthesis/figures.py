@@ -18,7 +18,6 @@ _CURRENCIES = {"$": "USD", "us$": "USD", "usd": "USD", "dollar": "USD", "dollars
                "€": "EUR", "eur": "EUR", "euro": "EUR", "euros": "EUR", "欧元": "EUR", "£": "GBP",
                "gbp": "GBP", "¥": "CNY", "￥": "CNY", "cny": "CNY", "rmb": "CNY", "yuan": "CNY",
                "元": "CNY", "人民币": "CNY", "日元": "JPY"}
-CURRENCY_UNITS = frozenset(_CURRENCIES.values())  # a figure in one of these is a price
 _DURATIONS = {"year": "years", "years": "years", "yr": "years", "yrs": "years", "年": "years",
               "month": "months", "months": "months", "个月": "months", "week": "weeks", "weeks": "weeks",
               "周": "weeks", "day": "days", "days": "days", "天": "days", "hour": "hours", "hours": "hours",

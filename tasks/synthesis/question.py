@@ -19,12 +19,12 @@ import re
 from dataclasses import dataclass
 
 from tasks.common.text import CJK_RUN, evidence_terms, normalize, tokens
-from tasks.synthesis.language import (CHOICE, DEFINITION, DURATION, FREQUENCY, MEASURES, MONEY, PLACE, PROCEDURE,
-                                      QUANTITY, REASON, TEMPERATURE, YES_NO, Language, language_of)
+from tasks.synthesis.language import (DEFINITION, DURATION, FREQUENCY, MEASURES, PLACE, PROCEDURE, QUANTITY, REASON,
+                                      TEMPERATURE, YES_NO, Language, language_of)
 
 # The kinds of answer a question may want (tasks/synthesis/language/).
-__all__ = ["CHOICE", "DEFINITION", "DURATION", "FREQUENCY", "MEASURES", "MONEY", "PLACE", "PROCEDURE", "QUANTITY",
-           "REASON", "TEMPERATURE", "YES_NO", "Part", "Question", "asks_for", "holds", "question_words",
+__all__ = ["DEFINITION", "DURATION", "FREQUENCY", "MEASURES", "PLACE", "PROCEDURE", "QUANTITY", "REASON",
+           "TEMPERATURE", "YES_NO", "Part", "Question", "asks_for", "holds", "question_words",
            "read_question", "surface_forms"]
 
 
@@ -80,8 +80,6 @@ def read_question(text: str) -> Question:
         words = tuple(w for w in said if w not in framing)
         if not words and parts:  # "…, and how often?": the same subject as the part before
             words = parts[-1].words
-        if answer is None and parts and language.elliptical(piece):
-            answer = parts[-1].answer
         if words or answer:
             carried = tuple(dict.fromkeys(w for p in parts for w in p.words if w not in words))
             parts.append(Part(" ".join(piece.split()), words, answer, framing=tuple(w for w in said if w in framing),

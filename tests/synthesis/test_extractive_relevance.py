@@ -10,7 +10,7 @@ from tasks.synthesis.base import Source
 from tasks.synthesis.candidates import candidates, windows
 from tasks.synthesis.evidence import score
 from tasks.synthesis.extractive import ExtractiveOptions, extractive_synthesis
-from tasks.synthesis.question import CHOICE, FREQUENCY, QUANTITY, asks_for, read_question
+from tasks.synthesis.question import FREQUENCY, QUANTITY, asks_for, read_question
 from tasks.synthesis.modeling import extractive_blueprint
 
 DATAMODEL = "https://docs.python.org/3.11/reference/datamodel.html"
@@ -514,51 +514,6 @@ def test_a_line_of_code_indented_under_a_paragraph_is_not_a_heading():
     assert "will not be usable as items in hashable collections" in lead
 
 
-def test_a_price_is_what_answers_how_much_something_costs():
-    """A note that gives the heater's wattage and temperature does not say
-    what it costs to run: the report says the sources may not answer, and
-    a note that gives a price answers."""
-    heater = ("# Heater\n\nMy 120 L tank has a 150 W heater, which leaves a bit of headroom for cold winters.\n\n"
-              "I keep the thermostat set to 25 °C and check it against a glass thermometer every month.\n")
-    bill = "# Running costs\n\nThe 150 W heater adds about £9 a month to the electricity bill in winter.\n"
-    question = "How much does it cost in electricity to run a 150 W heater for a month?"
-    unanswered = extractive_synthesis([source(1, "file:///notes/heater.md", "Heater", heater)], question)
-    gaps = [g.description for g in unanswered.contradictions_or_gaps if g.kind == "gap"]
-    assert gaps and gaps[0].startswith("The sources found may not answer this question")
-    answered = extractive_synthesis([source(1, "file:///notes/heater.md", "Heater", heater),
-                                     source(2, "file:///notes/costs.md", "Running costs", bill)], question)
-    assert not [g for g in answered.contradictions_or_gaps if g.kind == "gap"]
-    assert "£9 a month" in quotes(answered)[0]
-    chinese = extractive_synthesis([source(1, "file:///notes/heater-zh.md", "加热棒",
-                                           "# 加热棒\n\n我的 120 升鱼缸用一根 150 W 的加热棒，温度设在 25 度。\n\n"
-                                           "# 电费\n\n冬天这根加热棒每个月的电费大约 60 元。\n")],
-                                   "150 W 的加热棒开一个月电费要多少钱？")
-    assert "60 元" in quotes(chinese)[0]
-    assert not [g for g in chinese.contradictions_or_gaps if g.kind == "gap"]
-    # what a list costs in memory, or a lookup in time, is no price
-    assert [read_question(q).parts[0].answer for q in ("How much memory does a list cost?",
-                                                       "How expensive is a dict lookup?")] == [QUANTITY, None]
-
-
-def test_a_question_of_which_to_choose_is_answered_by_the_sentence_that_recommends():
-    """"用什么输入法比较好" asks which to choose: the sentence calling ibus a
-    good choice is quoted, though pages on translation and keyboards hold
-    more of the question's words ("Debian", "中文", "比较")."""
-    chapter = ("# 第 8 章 国际化和本地化\n\n## 8.1 翻译\n\nDebian 系统中的许多中文文档都有翻译，而且翻译比较完整。\n\n"
-               "安装 manpages-zh 软件包，就能在 Debian 上读中文的手册页。\n\n"
-               "## 8.2 键盘输入\n\nDebian 可以用 keyboard-configuration 配置键盘布局，输入重音字符。\n\n"
-               "## 8.3 输入法\n\n因 GNOME 桌面推荐 ibus，ibus 对于输入法来说，是一个好的选择。\n\n"
-               "对于中文，fcitx5 可以是一个替代的输入法框架。\n")
-    result = extractive_synthesis([source(1, "file:///doc/ch08.html", "第 8 章 国际化和本地化", chapter)],
-                                  "Debian 下打中文用什么输入法比较好？", None, ExtractiveOptions(max_insights=3))
-    assert any("ibus 对于输入法来说，是一个好的选择" in q for q in quotes(result))
-    assert [read_question(q).parts[0].answer for q in ("Which filter is best for a 60 L tank?",
-                                                       "What heater should I buy for a 60 L tank?",
-                                                       "Debian 下打中文用什么输入法比较好？")] == [CHOICE] * 3
-    # the best way to do something is a procedure, not a thing to choose
-    assert read_question("What's the best way to feed fish during a holiday?").parts[0].answer != CHOICE
-
-
 def test_a_later_part_that_names_no_subject_is_read_as_about_the_one_before():
     """"怎么转换？" after a question about line endings asks how to convert
     line endings: its lead is the converter of line endings, not the first
@@ -627,11 +582,3 @@ def test_a_part_only_touched_is_said_to_be_touched_not_unanswered():
     gaps = [g.description for g in result.contradictions_or_gaps if g.kind == "gap"]
     assert gaps == ["The sources may not answer this part of the question: “which flour gives the best crust” — "
                     "passages touch on it, but none speaks to it clearly."]
-
-
-def test_the_end_of_a_contraction_is_no_word_of_the_question():
-    """"We're", "I've", "don't": what follows the apostrophe is no word a
-    passage must hold ("re" would match "re-dosed")."""
-    question = read_question("We're moving house and I've got a 60 L tank. Don't I need to empty it?")
-    assert not {"re", "ve", "don", "t"} & set(question.words)
-    assert {"move", "hous", "tank", "empti"} <= set(question.words)

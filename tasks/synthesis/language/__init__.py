@@ -17,10 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 # The kinds of answer a question may want.
-DURATION, FREQUENCY, TEMPERATURE, MONEY, QUANTITY = "duration", "frequency", "temperature", "money", "quantity"
+DURATION, FREQUENCY, TEMPERATURE, QUANTITY = "duration", "frequency", "temperature", "quantity"
 YES_NO, PROCEDURE, DEFINITION, PLACE, REASON = "yes/no", "procedure", "definition", "place", "reason"
-CHOICE = "choice"
-MEASURES = (DURATION, FREQUENCY, TEMPERATURE, MONEY, QUANTITY)
+MEASURES = (DURATION, FREQUENCY, TEMPERATURE, QUANTITY)
 
 
 @dataclass(frozen=True)
@@ -44,7 +43,6 @@ class Language:
     introduces: re.Pattern               # one introducing what follows it ("as follows", "如下")
     notes: frozenset[str]                # the labels of notes, tips and warnings ("Note", "提示")
     split: Callable[[str], list[str]]    # a question into the pieces that ask
-    elliptical: Callable[[str], bool]    # a part that asks what the part before it asked ("And for shrimp?")
     words: Callable[[str], list[str]]    # what a passage about a question holds of its words
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 from tasks.common.text import evidence_terms, normalize, tokens
-from tasks.synthesis.language import (CHOICE, DEFINITION, DURATION, FREQUENCY, MONEY, PLACE, PROCEDURE, QUANTITY,
-                                      REASON, TEMPERATURE, YES_NO, Cue, Language, with_context)
+from tasks.synthesis.language import (DEFINITION, DURATION, FREQUENCY, PLACE, PROCEDURE, QUANTITY, REASON,
+                                      TEMPERATURE, YES_NO, Cue, Language, with_context)
 
 
 def _cue(answer: str, asks: str, framing: set[str]) -> Cue:
@@ -23,24 +23,12 @@ CUES = (
           "weeks", "month", "months", "year", "years"}),
     _cue(TEMPERATURE, r"\bwhat temperature\b|\bhow (?:hot|warm|cold|cool)\b|\btemperature\b",
          {"temperature", "hot", "warm", "cold", "cool", "degree", "degrees"}),
-    # "how much does … cost" asks a price; "how much memory does … cost", "the cost of a lookup" or "how
-    # expensive is a call" ask another measure
-    _cue(MONEY, r"\bhow much (?:does|do|did|will|would|could|should|can|is|are|was|were) (?:\w+\s+){0,8}?"
-                r"(?:cost|costs|charge|charges|pay|spend)\b|"
-                r"\bwhat (?:does|do|did|will|would) (?:\w+\s+){0,8}?cost\b|\bprice\b",
-         {"cost", "costs", "price", "charge", "charges", "pay", "spend"}),
     _cue(QUANTITY, r"\bhow (?:much|many|big|large|small|high|low|far|deep|heavy)\b|"
                    r"\bwhat (?:size|amount|percentage|proportion|ratio|wattage|volume|dose|level)\b",
          {"big", "large", "small", "high", "low", "far", "deep", "heavy", "size", "amount", "percentage",
           "proportion", "ratio", "volume", "level"}),
     _cue(PLACE, r"^\W*where\b|\bwhich (?:file|folder|directory|path)\b", set()),
     _cue(REASON, r"^\W*why\b", set()),
-    # which thing to choose, not how to do something ("the best way to …" asks how, and is no choice)
-    _cue(CHOICE, r"\b(?:best|better|recommended|preferred|good)\s+(?!(?:way|method|approach)\b)\w+\s+(?:for|to)\b|"
-                 r"\b(?:which|what)\b[^?]*\b(?:is|are|would be|works?)\s+(?:the\s+)?(?:best|better|recommended|"
-                 r"preferred)\b|\b(?:which|what)\s+(?:\w+\s+){0,3}?should\s+(?:i|we|you)\s+(?:use|choose|pick|buy|get)\b|"
-                 r"\brecommend",
-         {"best", "better", "good", "recommend", "recommended", "prefer", "preferred", "choice", "option"}),
     _cue(DEFINITION, r"^\W*what (?:is|are|does .+ (?:mean|do))\b|\bwhat does .+ mean\b|\bmeaning of\b",
          {"mean", "meaning"}),
     _cue(PROCEDURE, r"\bhow (?:do|can|should|would|could) (?:i|you|we|one)\b|\bhow to\b|\bsteps?\b|"
@@ -58,8 +46,6 @@ GIVES = {
                           r"\b(?:daily|weekly|monthly|yearly|nightly|hourly)\b", re.IGNORECASE),
     TEMPERATURE: re.compile(r"\d\s*(?:°|º|degrees?\b|℃|℉)|\d\s?[CF]\b"),
     QUANTITY: re.compile(r"\d"),
-    CHOICE: re.compile(r"\brecommend|\b(?:best|better|preferred|ideal)\b|\bprefer(?:s|red)?\b|"
-                       r"\bgood (?:choice|option|idea)\b", re.IGNORECASE),
 }
 
 _PART_BREAK = re.compile(
@@ -73,10 +59,6 @@ _ASKS = re.compile(r"\W*(?:(?:at|in|on|for|from|to|by|with|under|after|before|of
                    r"(?:how|what|when|where|which|who|why|whom|whose|is|are|was|were|do|does|did|can|could|"
                    r"should|would|will|shall|may|might|must)\b", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<=[?.!])\s+(?=[A-Z])")
-_ELLIPTICAL = re.compile(r"^\W*(?:(?:and|or|but)\s+)?(?:what|how)\s+about\b|^\W*(?:and|or|but)\s+(?:for|with|in|on|at|if)\b",
-                         re.IGNORECASE)
-# what follows the apostrophe of "We're" or "don't" is no word
-_CONTRACTION = re.compile(r"(?<=[a-z])(?:n['’]t|['’](?:re|ve|ll|d|m|s))\b", re.IGNORECASE)
 _ARTICLES = ("the", "a", "an")
 
 
@@ -89,15 +71,9 @@ def split(text: str) -> list[str]:
                         or any(cue.asks.search(normalize(p)) for cue in CUES))
 
 
-def elliptical(piece: str) -> bool:
-    """"What about brown rice?", "And for shrimp?": the question before, of something else."""
-    return bool(_ELLIPTICAL.match(piece.strip()))
-
-
 def words(text: str) -> list[str]:
     """The words a passage about `text` holds: stems of its content words,
     and a keyword named with its noun ("the with statement")."""
-    text = _CONTRACTION.sub("", text)
     return list(dict.fromkeys([*named_keywords(text), *evidence_terms(text)]))
 
 
@@ -121,6 +97,5 @@ EN = Language(
     introduces=re.compile(r"[:：]\s*$|as follows|the following|below\b", re.IGNORECASE),
     notes=frozenset("note tip warning caution important hint attention danger".split()),
     split=split,
-    elliptical=elliptical,
     words=words,
 )

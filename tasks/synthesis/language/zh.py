@@ -9,8 +9,8 @@ import re
 from functools import lru_cache
 
 from tasks.common.text import CJK_RUN, STOPWORDS, evidence_terms, normalize, tokens
-from tasks.synthesis.language import (CHOICE, DEFINITION, DURATION, FREQUENCY, MONEY, PLACE, PROCEDURE, QUANTITY,
-                                      REASON, TEMPERATURE, YES_NO, Cue, Language, with_context)
+from tasks.synthesis.language import (DEFINITION, DURATION, FREQUENCY, PLACE, PROCEDURE, QUANTITY, REASON,
+                                      TEMPERATURE, YES_NO, Cue, Language, with_context)
 
 
 def _cue(answer: str, asks: str, framing: set[str]) -> Cue:
@@ -21,12 +21,9 @@ CUES = (
     _cue(FREQUENCY, r"多久一次|多长时间一次|隔多久|频率|几次|多少次|多久.{0,4}(?:换|清|喂|测)", {"频率", "一次"}),
     _cue(DURATION, r"多久|多长时间|几天|几分钟|几小时|几个月|几周|多少天|多少分钟|多少小时", {"时间"}),
     _cue(TEMPERATURE, r"温度|多少度|几度", {"温度"}),
-    _cue(MONEY, r"多少钱|价格|价钱|费用|多贵|贵不贵|贵吗", {"价格", "价钱", "费用"}),
     _cue(QUANTITY, r"多少|多大|几个|多少个|多高|多低|多长", set()),
     _cue(PLACE, r"哪里|在哪|哪个文件|哪个目录|什么位置|什么地方", {"位置", "地方"}),
     _cue(REASON, r"为什么|为何|什么原因", {"原因"}),
-    _cue(CHOICE, r"(?:什么|哪个|哪种|哪款|哪一个|哪家).{0,12}(?:比较好|最好|更好|好用|合适|推荐)|推荐|选哪|选什么",
-         {"比较", "推荐", "建议", "最好", "更好", "选择", "合适", "好用"}),
     _cue(DEFINITION, r"什么是|是什么|什么意思|指什么", {"意思"}),
     _cue(PROCEDURE, r"怎么|怎样|如何|步骤", {"步骤", "方法", "办法"}),
     _cue(YES_NO, r"吗[？?]?$|能不能|可不可以|是否|能否|要不要|会不会|可以.{0,12}吗|有没有", set()),
@@ -37,7 +34,6 @@ GIVES = {
     FREQUENCY: re.compile(r"每(?:天|日|周|星期|月|年|小时|隔)|一天.次|定期"),
     TEMPERATURE: re.compile(r"摄氏|华氏|\d+\s*度"),
     QUANTITY: re.compile(r"[一二三四五六七八九十两百千万亿半]"),
-    CHOICE: re.compile(r"推荐|建议|好的选择|首选|最好|更好|最佳|适合"),
 }
 
 # Interrogatives and function words: they frame a question, no passage about
@@ -50,27 +46,14 @@ FRAMING = frozenset("""怎么 怎样 如何 什么 哪个 哪些 哪里 为什�
 _NEGATED_CHARACTER = re.compile("^[不没别未勿][\u4e00-\u9fff]$")
 _QUESTION = re.compile("怎么|怎样|如何|什么|哪|多少|多久|多长|几|吗|是否|能否|能不能|可不可以|要不要|会不会|为什么|为何|有没有|谁|"
                        r"呢(?=\s*[？?]?\s*$)")
-# a clause that only names what the asker wants to know ("想知道…是哪个软件包装的，"): the question follows it
-_EMBEDDED = re.compile(r"^\W*(?:我)?(?:很|就)?(?:想|要|不|没)?(?:知道|了解|清楚|确定|搞清楚|弄清楚|弄明白|搞明白)")
-_TRAILING_NE = re.compile(r"呢\s*[？?]?\s*$")
-
-
 def split(text: str) -> list[str]:
     pieces = []
     for sentence in re.split(r"(?<=[？?；;])", text.strip()):
         clauses = [c for c in re.split(r"(?<=[，,])", sentence) if c.strip()]
-        if sum(1 for c in clauses if _QUESTION.search(c) and not _EMBEDDED.match(c)) < 2:
+        if sum(1 for c in clauses if _QUESTION.search(c)) < 2:
             clauses = [sentence] if sentence.strip() else []
         pieces += clauses
     return with_context(pieces, lambda p: bool(_QUESTION.search(p)))
-
-
-def elliptical(piece: str) -> bool:
-    """"…？拨号上网呢？": a trailing 呢 with no interrogative of its own asks
-    the question before, of something else."""
-    text = piece.strip()
-    body = _TRAILING_NE.sub("", text)
-    return body != text and not _QUESTION.search(body)
 
 
 def words(text: str) -> list[str]:
@@ -116,6 +99,5 @@ ZH = Language(
     introduces=re.compile(r"[:：]\s*$|如下|下面|下列|以下"),
     notes=frozenset("注意 提示 警告 小心 重要".split()),
     split=split,
-    elliptical=elliptical,
     words=words,
 )
