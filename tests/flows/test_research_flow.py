@@ -472,3 +472,15 @@ def test_ingest_flow_lands_consolidates_and_reports_refusals(prefect_engine, lak
     # a second pass over the same folder lands nothing new
     again = ingest_flow([str(inbox.folder)], return_state=True).result(raise_on_failure=False).summary  # still refused
     assert again["landed"] == 0 and again["unchanged"] == 2
+
+
+@pytest.mark.parametrize("question, words", [
+    ("刹车片多久换一次？", "-刹车片多久换一次-"),
+    ("Debian 下怎么查看 IP 地址？", "-debian-下怎么查看-ip-地址-"),
+    ("How does Python's GC handle cycles?", "-how-does-python-s-"),
+    ("？？", "-q-"),
+])
+def test_a_task_id_keeps_the_question_s_first_words_in_its_own_script(question, words):
+    from schemas.bundle import check_identifier
+    task_id = flows.research.new_task_id(question)
+    assert words in task_id and check_identifier(task_id) == task_id
