@@ -69,6 +69,23 @@ def file_url_path(url: str) -> str | None:
     return path if path.startswith("/") else None
 
 
+def file_name_of(url: str) -> str:
+    """A file: URL's last part as written (刹车片.md, not its percent-encoding)."""
+    return unquote(urlsplit(url).path.rstrip("/").rsplit("/", 1)[-1]) or url
+
+
+def location_of(url: str) -> str:
+    """Where a source is, told apart from its neighbours in a narrow column:
+    a file's name, a web page's host (without www.) and path."""
+    parts = urlsplit(url)
+    if parts.scheme == "file":
+        return file_name_of(url)
+    if parts.scheme in WEB_SCHEMES:
+        query = f"?{parts.query}" if parts.query else ""
+        return unquote(parts.netloc.lower().removeprefix("www.") + parts.path.rstrip("/") + query)
+    return url
+
+
 def _is_tracking(name: str) -> bool:
     lowered = name.lower()
     return lowered.startswith("utm_") or lowered in TRACKING_PARAMETERS

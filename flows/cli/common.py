@@ -135,9 +135,16 @@ def task_or_latest(catalog, task_id: str | None) -> str:
 
 
 def print_top(task_id: str | None, limit: int) -> None:
+    """A task's top sources at the terminal: what tells them apart first (the
+    title, where each is: a file's name, a page's host and path), the query
+    that found each last (the whole URL is in the `consolidated` view)."""
+    from schemas.urls import location_of
     from tasks.lake.catalog import open_catalog
-    from tasks.lake.query import task_top_sources
+    from tasks.lake.query import QueryResult, task_top_sources
     with open_catalog(settings(), "top", read_only=True) as catalog:
         task_id = task_or_latest(catalog, task_id)
         result = task_top_sources(catalog, task_id, limit)
-    render_table(result, title=f"top sources of {task_id}")
+    rows = [(rank, score, seen, title, location_of(url), query_id)
+            for rank, score, seen, query_id, title, url in result.rows]
+    render_table(QueryResult(["rank", "score", "seen", "title", "source", "query"], rows),
+                 title=f"top sources of {task_id}")

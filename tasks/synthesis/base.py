@@ -8,11 +8,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cached_property
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 
 from schemas.report import ANSWER_WORDS, Citation, ContradictionOrGap, Insight, SourceRef, SynthesisResult
 from tasks.common.text import first_that_read_within
-from schemas.urls import domain_of, url_scheme
+from schemas.urls import domain_of, file_name_of, url_scheme
 from tasks.synthesis.labels import labels
 from tasks.synthesis.passages import clip, locate
 
@@ -89,7 +89,7 @@ def source_label(url: str) -> str:
     if scheme in ("http", "https"):
         return domain_of(url) or url
     if scheme == "file":
-        return unquote(url.rstrip("/").rsplit("/", 1)[-1]) or url
+        return file_name_of(url)
     return url
 
 

@@ -7,6 +7,8 @@ import io
 import json
 from pathlib import Path
 
+from rich.cells import cell_len
+
 
 def test_sql_runs_a_query(cli):
     done = cli.run("sql", "select 1 as one")
@@ -79,6 +81,26 @@ def test_ingest_with_task_id_then_consolidate_and_top(cli, inbox, new_bundle, ne
     top = cli.run("top", "--task-id", "mytask", "--limit", "1")
     assert top.returncode == 0
     assert "Beta page" in top.stdout and "Alpha page" not in top.stdout
+
+
+def test_top_at_80_columns_tells_its_sources_apart(cli, inbox, new_bundle, new_item, tmp_path):
+    """Files of one deep folder and pages of one site: the name of each
+    file, the path of each page, not a shared prefix cut to "file:///tmp…"."""
+    library = tmp_path / "a-library-folder-with-a-long-name" / "notes"
+    library.mkdir(parents=True)
+    folder = library.as_uri()
+    inbox.write(new_bundle("q1", [new_item(f"{folder}/%E5%88%B9%E8%BD%A6%E7%89%87.md", 0.9, title="Brakes"),
+                                  new_item(f"{folder}/chain-lube.md", 0.8, title="Chain"),
+                                  new_item("https://www.example.org/guides/tyres", 0.7, title="Tyres")]))
+    assert cli.run("ingest", str(inbox.folder), SEARCHLAKE_LIBRARY=str(library)).returncode == 0
+    assert cli.run("consolidate", "--task-id", "t1").returncode == 0
+    top = cli.run("top", "--task-id", "t1", COLUMNS="80")
+    assert top.returncode == 0, top.stderr
+    lines = top.stdout.splitlines()
+    assert all(cell_len(line) <= 80 for line in lines)
+    assert [next(line for line in lines if where in line) for where in
+            ("刹车片.md", "chain-lube.md", "example.org/guides/tyres")]
+    assert "file:///" not in top.stdout
 
 
 def test_ingest_of_nothing_valid_exits_non_zero(cli, tmp_path):
