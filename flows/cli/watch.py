@@ -194,8 +194,9 @@ def changes(
     from tasks.lake.catalog import open_catalog
     from tasks.lake.watches import UnknownWatch, topic_changes, topic_known
     from schemas.watch import topic_of
+    from rich.padding import Padding
+    from tasks.common.text import printable
     from tasks.reporting.changes import change_line
-    from flows.cli.tables import clipped
     moment = since_moment(since)
     with open_catalog(settings(), "changes", read_only=True) as catalog:
         # a watch's name (a removed watch's too: its rounds stay), or its topic
@@ -206,13 +207,15 @@ def changes(
         err.print(f"no changes recorded for {topic!r}" + (f" since {since}" if since else "")
                   + " (a watch's first round has nothing to compare with)", markup=False, highlight=False)
         return
-    width = min(out.width, 80) if out.is_terminal else 80
+    width = out.width if out.is_terminal else 80
     shown_round = None
     for number, at, change in found:
         if number != shown_round:
             shown_round = number
             out.print(Text(f"round {number} · {at.astimezone().strftime('%Y-%m-%d %H:%M')}"))
-        out.print(Text("  ") + clipped(change_line(change), width - 2))
+        # whole, wrapped: what changed may be the end of a long quote
+        out.print(Padding(Text(printable(change_line(change))), (0, 0, 0, 2), expand=False), width=width,
+                  soft_wrap=False)
 
 
 # What --since takes, said whenever it refuses a value: dates far enough from

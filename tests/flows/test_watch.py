@@ -73,6 +73,10 @@ def test_library_rounds_record_what_was_done_to_the_folder(prefect_engine, setti
     assert lines[0].startswith("round 2 · ") and any(line.startswith("round 3 · ") for line in lines)
     assert any(line.strip().startswith("source added #") for line in lines)
     assert lines[-1].strip() == "answer unchanged"
+    # a long quote is wrapped, not cut: its end, where a changed quote often differs, is shown
+    said = " ".join(" ".join(lines).split())
+    quotes = [" ".join(r["detail"].split()) for r in lake.dicts("SELECT detail FROM changes WHERE kind LIKE 'quote%'")]
+    assert quotes and all(quote in said for quote in quotes), printed.stdout
     later = cli.run("changes", "--topic", "watch-notes", "--since", "1d")
     assert later.stdout == printed.stdout
     none_since = cli.run("changes", "--topic", "notes", "--since", "2099-01-01")  # a known topic: not an error
