@@ -24,6 +24,7 @@ from flows.mcp_server import McpEndpoint, build_server, offered_libraries_only
 from tasks.common.settings import Settings
 from tasks.progress.serve import build_app
 from tasks.progress.web.guards import CROSS_SITE
+from tasks.progress.web.launching import HOW_TO_OFFER_A_FOLDER
 from tests.mcp_helpers import RESEARCH_TIMEOUT, Progress, http_transport, mcp_session, text_of
 from tests.progress.test_serve_cli import wait_for_record
 from tests.research_helpers import BUDGET_ENV, PROVIDER_KEYS, QUESTION, write_library
@@ -169,8 +170,8 @@ def test_with_the_token_the_tools_answer(agent):
 def test_research_over_http_runs_in_the_server_over_the_offered_library(agent, served):
     refused = agent.call("research", {"question": QUESTION, "library": str(served.other_folder)})
     assert refused.is_error
-    assert text_of(refused) == (f"library folder {str(served.other_folder)!r} is not a library this server offers "
-                                "(SEARCHLAKE_LIBRARY and SEARCHLAKE_SERVE_LIBRARIES name them)")
+    assert text_of(refused) == (f"library folder {str(served.other_folder)!r} is not a library this server offers; "
+                                f"it offers the default library ({served.library.resolve()}). {HOW_TO_OFFER_A_FOLDER}")
 
     progress = Progress()
     result = agent.call("research", {"question": QUESTION, "target": 2}, progress, timeout=RESEARCH_TIMEOUT)

@@ -10,72 +10,19 @@ from __future__ import annotations
 
 import re
 
-import pytest
-from tests.progress.web_helpers import Page, browser, completion, fake_openrouter  # noqa: F401 (fixture)
-from tests.research_helpers import BUDGET_ENV, PROVIDER_KEYS, QUESTION, write_library
+from tests.progress.web_helpers import (RUN_PAGE, TASK_PAGE, Page, browser, completion,  # noqa: F401 (fixtures)
+                                        fill_research_form, tabs, timeline, web)
+from tests.research_helpers import QUESTION
 
-from flows.launcher import ResearchLauncher
 from flows.run_view import STEPS
 from tasks.common.settings import Settings
 from tasks.progress.events import EventLog, ProgressTracker
 from tasks.progress.serve import make_server
 
-RUN_PAGE = re.compile(r"/tasks/[^/]+/runs/[^/#]+$")
-TASK_PAGE = re.compile(r"/tasks/[^/]+$")
-
-
-class Web:
-    def __init__(self, server, router, library, settings):
-        self.server, self.router, self.library, self.settings = server, router, library, settings
-
-    @property
-    def url(self) -> str:
-        return self.server.url
-
-
-@pytest.fixture
-def web(settings, monkeypatch, tmp_path):
-    """`searchlake serve` with its launcher, a document library and a fake OpenRouter."""
-    for name in PROVIDER_KEYS + BUDGET_ENV:
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("SEARCHLAKE_MAX_QUERIES_PER_INTENT", "1")
-    library = write_library(tmp_path / "library")
-    monkeypatch.setenv("SEARCHLAKE_SERVE_LIBRARIES", str(library))  # the page may search it
-    with fake_openrouter() as router:
-        monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-v1-page-test")
-        monkeypatch.setenv("OPENROUTER_BASE_URL", router.base + "/api/v1")
-        config = Settings()
-        with make_server(config, "127.0.0.1", 0, ResearchLauncher(config), poll=0.05) as server:
-            yield Web(server, router, library, config)
-
-
-@pytest.fixture
-def tabs(browser, web):
-    opened: list[Page] = []
-
-    def new_tab() -> Page:
-        opened.append(Page(browser, web.url))
-        return opened[-1]
-
-    yield new_tab
-    for page in opened:
-        assert page.errors == [], page.errors  # no CSP violation, no script error
-        assert page.dialogs == []
-        page.close()
-
-
-def timeline(tab) -> list[tuple[str, str]]:
-    return list(zip(tab.locator("#steps li .label").all_text_contents(),
-                    tab.locator("#steps li .state").all_text_contents()))
-
 
 def test_research_from_the_form_to_the_report_and_a_citation(prefect_engine, web, tabs):
     tab = tabs().open("/")
-    tab.fill("#question", QUESTION)
-    tab.click("details.options summary")
-    tab.check("input[name=providers][value=library]")
-    tab.fill("#library", str(web.library))
-    tab.fill("#target", "2")
+    fill_research_form(tab, web)
     tab.click("button:has-text('Start research')")
 
     tab.wait_for_url(RUN_PAGE, timeout=120_000)  # the starting page moves on by itself

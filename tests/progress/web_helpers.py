@@ -5,12 +5,18 @@ Playwright."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import threading
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from tests.research_helpers import BUDGET_ENV, PROVIDER_KEYS, QUESTION, write_library
+
+from flows.launcher import ResearchLauncher
+from tasks.common.settings import Settings
+from tasks.progress.serve import make_server
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -108,3 +114,62 @@ class Page:
 
     def close(self) -> None:
         self.context.close()
+
+
+RUN_PAGE = re.compile(r"/tasks/[^/]+/runs/[^/#]+$")
+TASK_PAGE = re.compile(r"/tasks/[^/]+$")
+
+
+class Web:
+    def __init__(self, server, router, library, settings):
+        self.server, self.router, self.library, self.settings = server, router, library, settings
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+
+@pytest.fixture
+def web(settings, monkeypatch, tmp_path):
+    """`searchlake serve` with its launcher, a document library and a fake OpenRouter."""
+    for name in PROVIDER_KEYS + BUDGET_ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SEARCHLAKE_MAX_QUERIES_PER_INTENT", "1")
+    library = write_library(tmp_path / "library")
+    monkeypatch.setenv("SEARCHLAKE_SERVE_LIBRARIES", str(library))  # the page may search it
+    with fake_openrouter() as router:
+        monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-v1-page-test")
+        monkeypatch.setenv("OPENROUTER_BASE_URL", router.base + "/api/v1")
+        config = Settings()
+        with make_server(config, "127.0.0.1", 0, ResearchLauncher(config), poll=0.05) as server:
+            yield Web(server, router, library, config)
+
+
+@pytest.fixture
+def tabs(browser, web):
+    opened: list[Page] = []
+
+    def new_tab() -> Page:
+        opened.append(Page(browser, web.url))
+        return opened[-1]
+
+    yield new_tab
+    for page in opened:
+        assert page.errors == [], page.errors  # no CSP violation, no script error
+        assert page.dialogs == []
+        page.close()
+
+
+def timeline(tab) -> list[tuple[str, str]]:
+    return list(zip(tab.locator("#steps li .label").all_text_contents(),
+                    tab.locator("#steps li .state").all_text_contents()))
+
+
+def fill_research_form(tab, web: Web, question: str = QUESTION) -> None:
+    """The research form as a person fills it: the library provider over the
+    test library, 2 sources, and the question last (the cursor stays in it)."""
+    tab.click("details.options summary")
+    tab.check("input[name=providers][value=library]")
+    tab.select_option("#library", str(web.library.resolve()))
+    tab.fill("#target", "2")
+    tab.fill("#question", question)

@@ -7,6 +7,8 @@ only the server's own user names any folder (see guards.py, Access)."""
 
 from __future__ import annotations
 
+import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -48,9 +50,33 @@ def offered_library(settings: Settings, asked: str | None) -> str | None:
         return None
     folder = _resolved(asked)
     if folder is None or folder not in offered_libraries(settings):
-        raise LibraryRefused(f"library folder {asked!r} is not a library this server offers "
-                             "(SEARCHLAKE_LIBRARY and SEARCHLAKE_SERVE_LIBRARIES name them)")
+        offered = ", ".join(choice.label for choice in library_choices(settings))
+        raise LibraryRefused(f"library folder {asked!r} is not a library this server offers; it offers "
+                             f"{offered}. {HOW_TO_OFFER_A_FOLDER}")
     return str(folder)
+
+
+# One sentence, on the page under the folder list and in every refusal of a folder.
+HOW_TO_OFFER_A_FOLDER = ("To offer another folder, add its path to SEARCHLAKE_SERVE_LIBRARIES "
+                         f"('{os.pathsep}' between folders) where `searchlake serve` starts, and start it again.")
+
+
+PYTHON_DOCUMENTATION = "Python's documentation"  # what the library provider searches with no folder set
+
+
+@dataclass(frozen=True)
+class LibraryChoice:
+    value: str  # what the form sends: "" for the default library
+    label: str
+
+
+def library_choices(settings: Settings) -> list[LibraryChoice]:
+    """The folders a person may pick, the default library first (named by
+    where it is: SEARCHLAKE_LIBRARY, else Python's documentation)."""
+    default = _resolved(str(settings.library)) if settings.library else None
+    choices = [LibraryChoice("", f"the default library ({default or PYTHON_DOCUMENTATION})")]
+    return choices + [LibraryChoice(str(folder), str(folder))
+                      for folder in offered_libraries(settings) if folder != default]
 
 
 def offered_libraries(settings: Settings) -> list[Path]:

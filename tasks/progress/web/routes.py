@@ -33,12 +33,13 @@ from tasks.progress.events import list_runs, runs_of_task
 from tasks.progress.handoff import fingerprint
 from tasks.progress.web.guards import SESSION_COOKIE, Access
 from tasks.progress.web.launching import (
+    HOW_TO_OFFER_A_FOLDER,
     Launcher,
     LaunchRefused,
     LibraryRefused,
     checked_question,
     launch_research,
-    offered_libraries,
+    library_choices,
     offered_library,
 )
 from tasks.progress.web.pages import UnknownTaskPage, home_page, task_page
@@ -90,13 +91,14 @@ class Pages:
         self.root = run_logs_root(settings)
         # a command hands its run over only with this server's settings (tasks/progress/handoff.py)
         self.own_fingerprint = fingerprint(settings, fingerprint_salt) if fingerprint_salt else None
-        self.libraries = [str(folder) for folder in offered_libraries(settings)]
+        self.libraries = library_choices(settings)
 
     def render(self, request: Request, name: str, status_code: int = 200, **context) -> Response:
         launcher = self.launcher
         context.update(can_research=launcher is not None,
                        can_ask=launcher is not None and launcher.can_ask(),
-                       providers=launcher.providers() if launcher else [], libraries=self.libraries)
+                       providers=launcher.providers() if launcher else [], libraries=self.libraries,
+                       how_to_offer_a_folder=HOW_TO_OFFER_A_FOLDER)
         return self.templates.TemplateResponse(request, name, context, status_code=status_code)
 
     def busy(self, request: Request, exc: TransientError) -> Response:
