@@ -34,7 +34,7 @@ def test_research_from_the_form_to_the_report_and_a_citation(prefect_engine, web
                                              "writing the report"]
     assert {state for _, state in steps} == {"complete"}
     assert tab.locator("#run-status").inner_text() == "complete"
-    assert tab.locator("#gates li[data-gate=output_check]").inner_text().startswith("gate output_check: pass")
+    assert tab.locator("#gates li[data-gate=output_check]").inner_text().startswith("the selection's numbers agree: yes")
 
     # a second tab opened on the same run sees the same timeline
     other = tabs().open(tab.url.removeprefix(web.url))
@@ -109,7 +109,7 @@ def test_a_reloaded_page_and_a_second_tab_catch_up_and_follow_live(web, tabs):
     first.reload()
     first.wait_for_selector("#steps li[data-step=deep_search].progress")
     assert timeline(first) == [("planning queries", "complete"), ("searching in parallel", "progress")]
-    assert first.locator("#steps li[data-step=deep_search] .detail").inner_text() == "q1.library · library: 4 results"
+    assert first.locator("#steps li[data-step=deep_search] .detail").inner_text() == "search 1 of 2: library found 4 results"
     second = tabs().open("/tasks/t1/runs/live-run")
     second.wait_for_selector("#steps li[data-step=deep_search].progress")
 
@@ -122,7 +122,8 @@ def test_a_reloaded_page_and_a_second_tab_catch_up_and_follow_live(web, tabs):
     for tab in (first, second):
         tab.wait_for_selector("#timeline[data-final=complete]")
         assert tab.locator("#steps li[data-step=deep_search] pre.stream").inner_text() == "streamed text"
-        assert tab.locator("#gates li.warn").inner_text() == "gate search_completeness: warn — 7 candidates"
+        assert (tab.locator("#gates li.warn").inner_text()
+                == "enough candidates found: yes, with a warning — 7 candidates")
         assert tab.locator("#report-link").is_visible()
         assert tab.eval_on_selector("#overall", "e => e.value") == 1
 
