@@ -91,10 +91,21 @@ class UnknownTaskPage(UserError, LookupError):
     """No run, bundle or answer names this task."""
 
 
+def _known(catalog, task_id: str) -> None:
+    if not catalog.rows("web_task_known", [task_id])[0][0]:
+        raise UnknownTaskPage(task_id)
+
+
+def stored_report(settings: Settings, task_id: str, fmt: str) -> str:
+    """The text of the task's published report (UnknownTaskPage, ReportNotFound)."""
+    with open_catalog(settings, "serve: report download", read_only=True) as catalog:
+        _known(catalog, task_id)
+        return load_report(catalog, task_id, fmt)
+
+
 def task_page(settings: Settings, task_id: str) -> TaskPage:
     with open_catalog(settings, "serve: task page", read_only=True) as catalog:
-        if not catalog.rows("web_task_known", [task_id])[0][0]:
-            raise UnknownTaskPage(task_id)
+        _known(catalog, task_id)
         try:
             report = ResearchReport.model_validate_json(load_report(catalog, task_id, "json"))
         except ReportNotFound:

@@ -11,7 +11,7 @@ import asyncio
 import hmac
 import time
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
@@ -42,13 +42,16 @@ from tasks.progress.web.launching import (
     library_choices,
     offered_library,
 )
-from tasks.progress.web.pages import UnknownTaskPage, home_page, task_page
+from tasks.progress.web.pages import UnknownTaskPage, home_page, stored_report, task_page
+from tasks.reporting.report import ReportNotFound
 
 HERE = Path(__file__).resolve().parent
 # How long POST /api/research waits for a started run's first event before
 # answering 504 (the run goes on); `searchlake research` waits 300 s for the answer.
 FIRST_EVENT_DEADLINE = 240.0
 FIRST_EVENT_POLL = 0.05
+# What a downloaded report is, by the format in its address.
+REPORT_TYPES = {"md": "text/markdown; charset=utf-8", "html": "text/html; charset=utf-8", "json": "application/json"}
 
 
 # -- templates ------------------------------------------------------------------
@@ -210,11 +213,29 @@ class Pages:
         try:
             page = task_page(self.settings, task_id)
         except UnknownTaskPage:
-            return self.render(request, "message.html", 404, title="Unknown task",
-                               message=f"nothing in the lake names task {task_id}")
+            return self.unknown_task(request, task_id)
         except TransientError as exc:
             return self.busy(request, exc)
         return self.render(request, "task.html", page=page)
+
+    def unknown_task(self, request: Request, task_id: str) -> Response:
+        return self.render(request, "message.html", 404, title="Unknown task", message=_unknown(task_id))
+
+    def report_file(self, request: Request) -> Response:
+        """The task's stored report as a download (md, html or json)."""
+        task_id, fmt = _task_id(request), request.path_params["fmt"]
+        if fmt not in REPORT_TYPES:
+            return PlainTextResponse(f"no report format {fmt!r}: use md, html or json", status_code=404)
+        try:
+            text = stored_report(self.settings, task_id, fmt)
+        except UnknownTaskPage:
+            return PlainTextResponse(_unknown(task_id), status_code=404)
+        except ReportNotFound as exc:
+            return PlainTextResponse(str(exc), status_code=404)
+        except TransientError as exc:
+            return PlainTextResponse(str(exc.args[0]), status_code=503)
+        return Response(text, media_type=REPORT_TYPES[fmt],
+                        headers={"content-disposition": _attachment(f"{task_id}.{fmt}")})
 
     def login_form(self, request: Request) -> Response:
         return self.render(request, "login.html", next=_local_path(request.query_params.get("next")))
@@ -235,6 +256,18 @@ def _local_path(wanted: str | None) -> str:
     if not wanted or not wanted.startswith("/") or wanted.startswith(("//", "/\\")):
         return "/"
     return wanted
+
+
+def _unknown(task_id: str) -> str:
+    return f"nothing in the lake names task {task_id}"
+
+
+def _attachment(filename: str) -> str:
+    """A Content-Disposition that downloads under `filename`: its UTF-8 form
+    (RFC 5987, a task id may be Chinese) and an ASCII one for clients that
+    read only `filename`."""
+    fallback = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "_" for c in filename)
+    return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(filename, safe='')}"
 
 
 def _task_id(request: Request) -> str:
