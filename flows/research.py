@@ -115,7 +115,8 @@ def research_flow(question: str, task_id: str | None = None, library: str | None
         view = RunView(settings, task_id, trace_id)
         view.begin(run_plan_lines(trace_id, task_id, question, names, target, budget, policy, policy_source),
                    run_started(trace_id, task_id, question, demand_id, policy_source, budget, policy,
-                               lease_seconds=lease_seconds(settings)))
+                               lease_seconds=lease_seconds(settings)),
+                   request.model_dump(include={"library", "providers", "target"}))
         started = time.monotonic()
         counts = {"candidate_count": 0, "filtered_count": 0, "publisher_count": 0}
         with keep_alive(settings, trace_id, task_id):  # should this process die, readers see the run interrupted

@@ -38,10 +38,12 @@ class RunView:
         self.searches_total = 0
         self.searches_done = 0
 
-    def begin(self, plan_lines: list[str], record: RunRecord) -> None:
+    def begin(self, plan_lines: list[str], record: RunRecord, request: dict | None = None) -> None:
         """The run begins: its `runs` row (`record`) and first trace line in
-        one commit, then the progress events and the terminal."""
-        self.trace.run("running", {"plan": plan_lines}, record=record)
+        one commit, then the progress events and the terminal. `request`:
+        what the run was asked with (library, providers, target), so that the
+        page can ask the same again."""
+        self.trace.run("running", {"plan": plan_lines, "request": request}, record=record)
         self.progress.begin({"plan": plan_lines})
         self.terminal.plan(plan_lines)
 

@@ -1,22 +1,32 @@
 """What a task's page offers besides reading: its report downloaded as
-Markdown, HTML or JSON. In a real browser (Debian's Chromium) as a person
-meets it, and over HTTP for what a browser does not show: the headers, the
-refusals and the access rules."""
+Markdown, HTML or JSON, and "Ask again", which starts the same question as a
+new task with the library folder, providers and target its latest run was
+asked with. In a real browser (Debian's Chromium) as a person meets them,
+and over HTTP for what a browser does not show: the headers, the refusals
+and the access rules."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 from starlette.testclient import TestClient
-from tests.progress.web_helpers import browser, tabs, web  # noqa: F401 (fixtures)
+from tests.progress.test_serve_input import Recorder
+from tests.progress.web_helpers import (RUN_PAGE, browser, fill_research_form, tabs,  # noqa: F401 (fixtures)
+                                        web)
+from tests.research_helpers import QUESTION
 
+from flows.run_view import RunView
 from tasks.common.settings import Settings
+from tasks.governance.runs import run_started
 from tasks.lake.catalog import open_catalog
 from tasks.progress.serve import build_app
+from tasks.progress.web.pages import AskedBefore, asked_before
 from tasks.reporting.report import load_report, publish_report
 
 CHINESE_TASK = "r20261127-190603-刹车片多久换一次-75b2"
+PAGE = {"Origin": "http://127.0.0.1"}  # what the page's own forms send
 TOKEN = "a-long-random-token-for-the-download-tests"
 
 
@@ -39,6 +49,13 @@ def stored(settings: Settings, task_id: str, fmt: str) -> str:
         return load_report(catalog, task_id, fmt)
 
 
+def begun_run(settings: Settings, task_id: str, trace_id: str, **request) -> None:
+    """A run as the research flow begins it: its runs row and what it was asked with."""
+    asked = {"library": None, "providers": None, "target": None, **request}
+    RunView(settings, task_id, trace_id).begin(["task id: " + task_id], run_started(
+        trace_id, task_id, QUESTION, "default", "default", settings.budget()), asked)
+
+
 # -- in the browser ------------------------------------------------------------------
 
 def test_the_report_downloads_in_three_formats_under_the_task_id(web, tabs, reported):
@@ -51,6 +68,28 @@ def test_the_report_downloads_in_three_formats_under_the_task_id(web, tabs, repo
             tab.click(f".downloads a:has-text('{name}')")
         assert download.value.suggested_filename == f"{task_id}.{fmt}"
         assert Path(download.value.path()).read_text(encoding="utf-8") == stored(web.settings, task_id, fmt)
+
+
+def test_ask_again_starts_the_same_question_as_a_new_task(prefect_engine, web, tabs):
+    tab = tabs().open("/")
+    fill_research_form(tab, web)
+    tab.click("button:has-text('Start research')")
+    tab.wait_for_url(RUN_PAGE, timeout=120_000)
+    tab.wait_for_selector("#timeline[data-final=complete]", timeout=180_000)
+    first = tab.url.split("/tasks/", 1)[1].split("/", 1)[0]
+
+    tab.click("#report-link a")
+    folder = str(web.library.resolve())
+    assert tab.locator("form.again .quiet").inner_text() == (f"the same question as a new task, searching afresh: "
+                                                             f"folder {folder} · providers library · 2 sources")
+    tab.click("button:has-text('Ask again')")
+    tab.wait_for_url(RUN_PAGE, timeout=120_000)
+    again = tab.url.split("/tasks/", 1)[1].split("/", 1)[0]
+    assert again != first  # a new task: the old one's searches would only be resumed
+    tab.wait_for_selector("#timeline[data-final=complete]", timeout=180_000)
+    assert asked_before(web.settings, again) == AskedBefore(QUESTION, folder, ["library"], 2)
+    tab.click("#report-link a")
+    assert tab.locator("h1").inner_text() == QUESTION
 
 
 # -- over HTTP -----------------------------------------------------------------------
@@ -94,3 +133,39 @@ def test_a_download_needs_the_token_as_the_task_page_does(settings, reported, mo
             assert client.get(path, headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
 
 
+def test_ask_again_starts_a_new_task_with_what_the_latest_run_was_asked(settings, tmp_path, monkeypatch):
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    monkeypatch.setenv("SEARCHLAKE_SERVE_LIBRARIES", str(folder))
+    config = Settings()
+    begun_run(config, "t1", "older", target=9)
+    begun_run(config, "t1", "latest", library=str(folder), providers=["library"], target=3)
+    recorder = Recorder()
+    with TestClient(build_app(config, recorder), base_url="http://127.0.0.1", headers=PAGE) as client:
+        page = client.get("/tasks/t1")
+        answer = client.post("/tasks/t1/again", follow_redirects=False)
+    assert "Ask again" in page.text
+    assert answer.status_code == 303 and answer.headers["location"] == "/tasks/t-started/live"
+    [request] = recorder.started
+    assert (request.question, request.library, request.providers, request.target, request.task_id) == (
+        QUESTION, str(folder.resolve()), ["library"], 3, None)  # task_id None: the launcher gives a new one
+
+
+def test_ask_again_refuses_a_folder_no_longer_offered_other_sites_and_tasks_without_a_run(
+        settings, tmp_path, lake, inbox, new_bundle, new_item):
+    begun_run(settings, "t1", "latest", library=str(tmp_path / "since-unlisted"))
+    inbox.write(new_bundle("q1", [new_item("https://example.org/a")], task_id="landed-only"))
+    lake.ingest(inbox.folder)
+    recorder = Recorder()
+    with TestClient(build_app(settings, recorder), base_url="http://127.0.0.1", headers=PAGE) as client:
+        unlisted = client.post("/tasks/t1/again")
+        cross_site = client.post("/tasks/t1/again", headers={"Origin": "http://evil.example"})
+        no_run = client.post("/tasks/landed-only/again")
+        unknown = client.post("/tasks/nowhere/again")
+    assert unlisted.status_code == 400
+    error = re.search(r'<p class="error" role="alert">(.*?)</p>', unlisted.text)[1]
+    assert error.startswith("library folder &#39;") and "is not a library this server offers; it offers" in error
+    assert cross_site.status_code == 403
+    assert no_run.status_code == 400 and "task landed-only has no research run to ask again" in no_run.text
+    assert unknown.status_code == 404 and "nothing in the lake names task nowhere" in unknown.text
+    assert recorder.started == []

@@ -8,6 +8,7 @@
     GET  /tasks/{task_id}/runs/{run_id} a run's live timeline (fed by its event stream)
     GET  /tasks/{task_id}               the report, sources, drops, answers and charts
     GET  /tasks/{task_id}/report.{fmt}  the stored report as a download: md, html or json
+    POST /tasks/{task_id}/again         the task's question again as a new task → its live page
     GET  /static/...                    this app's CSS and scripts (htmx vendored)
     POST /api/research                  JSON: start a run for `searchlake research`, answer
                                         {task_id, run_id} once its first event is written
@@ -42,6 +43,7 @@ def page_routes(settings: Settings, launcher: Launcher | None, access: Access,
               Route("/ask", pages.start_ask, methods=["POST"]),
               Route("/tasks/{task_id}/live", pages.live), Route("/tasks/{task_id}/runs/{run_id}", pages.timeline),
               Route("/tasks/{task_id}", pages.task), Route("/tasks/{task_id}/report.{fmt}", pages.report_file),
+              Route("/tasks/{task_id}/again", pages.research_again, methods=["POST"]),
               Route("/api/research", pages.api_research, methods=["POST"]),
               Mount("/static", StaticFiles(directory=HERE / "static"), name="static")]
     if access.needs_token:

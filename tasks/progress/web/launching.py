@@ -93,15 +93,25 @@ def _resolved(folder: str) -> Path | None:
 
 def launch_research(launcher: Launcher, settings: Settings, values: dict, providers: list[str]) -> str:
     """Start the research run a page form asked for (its fields as text)."""
-    question = checked_question(values["question"])
-    target = None
-    if values["target"]:
-        if not values["target"].isdigit() or int(values["target"]) < 1:
-            raise LaunchRefused(f"target must be a whole number of sources, at least 1, not {values['target']!r}")
-        target = int(values["target"])
+    return start_research(launcher, settings, values["question"], providers, _target(values["target"]),
+                          values["library"])
+
+
+def start_research(launcher: Launcher, settings: Settings, question: str, providers: list[str] | None,
+                   target: int | None, library: str | None) -> str:
+    """Start a research run as a new task, once its question and folder pass."""
+    question = checked_question(question)
     try:
         request = ResearchRequest.build(question=question, providers=providers or None, target=target,
-                                        library=offered_library(settings, values["library"]))
+                                        library=offered_library(settings, library))
     except RequestError as exc:
         raise LaunchRefused(str(exc)) from None
     return launcher.research(request)
+
+
+def _target(text: str) -> int | None:
+    if not text:
+        return None
+    if not text.isdigit() or int(text) < 1:
+        raise LaunchRefused(f"target must be a whole number of sources, at least 1, not {text!r}")
+    return int(text)

@@ -4,6 +4,7 @@ page holds the catalog while a stream is open."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,6 +15,7 @@ from tasks.progress.web import charts
 from tasks.reporting.layout import answer_of, caution
 from tasks.reporting.report import ReportNotFound, load_report
 from tasks.common.errors import UserError
+from tasks.progress.web.launching import LaunchRefused
 
 RUNS_SHOWN = 50
 SOURCES_SHOWN = 200
@@ -57,6 +59,23 @@ class Answer:
     citations: list[dict]
 
 
+@dataclass(frozen=True)
+class AskedBefore:
+    """What a task's latest run was asked: its question and, when the run
+    recorded them as it began, its library folder, providers and target
+    (None: the default library, every configured provider, the default target)."""
+
+    question: str
+    library: str | None = None
+    providers: list[str] | None = None
+    target: int | None = None
+
+    @classmethod
+    def of_row(cls, question: str, request: str | None) -> "AskedBefore":
+        choices = (json.loads(request) if request else None) or {}
+        return cls(question, choices.get("library"), choices.get("providers"), choices.get("target"))
+
+
 @dataclass
 class TaskPage:
     task_id: str
@@ -67,6 +86,7 @@ class TaskPage:
     answers: list[Answer]
     charts: list[charts.Chart] = field(default_factory=list)
     changes: list[dict] = field(default_factory=list)  # a watched topic's, the latest round first
+    asked: AskedBefore | None = None  # None: no research run to ask again
 
     @property
     def scores(self) -> dict[str, dict]:
@@ -96,6 +116,22 @@ def _known(catalog, task_id: str) -> None:
         raise UnknownTaskPage(task_id)
 
 
+def _asked(catalog, task_id: str) -> AskedBefore | None:
+    rows = catalog.rows("web_task_asked", [task_id])
+    return AskedBefore.of_row(*rows[0]) if rows else None
+
+
+def asked_before(settings: Settings, task_id: str) -> AskedBefore:
+    """What to ask again for a task (UnknownTaskPage, or LaunchRefused for a
+    task without a research run: a quick answer's task)."""
+    with open_catalog(settings, "serve: ask again", read_only=True) as catalog:
+        _known(catalog, task_id)
+        asked = _asked(catalog, task_id)
+    if asked is None:
+        raise LaunchRefused(f"task {task_id} has no research run to ask again")
+    return asked
+
+
 def stored_report(settings: Settings, task_id: str, fmt: str) -> str:
     """The text of the task's published report (UnknownTaskPage, ReportNotFound)."""
     with open_catalog(settings, "serve: report download", read_only=True) as catalog:
@@ -119,5 +155,6 @@ def task_page(settings: Settings, task_id: str) -> TaskPage:
         calls = _records(catalog, "web_provider_calls", [task_id])
         bins = dict(catalog.rows("web_score_bins", [task_id]))
         page.changes = _records(catalog, "web_task_changes", [task_id, CHANGES_SHOWN])
+        page.asked = _asked(catalog, task_id)
     page.charts = charts.task_charts(per_provider, calls, bins)
     return page

@@ -41,8 +41,9 @@ from tasks.progress.web.launching import (
     launch_research,
     library_choices,
     offered_library,
+    start_research,
 )
-from tasks.progress.web.pages import UnknownTaskPage, home_page, stored_report, task_page
+from tasks.progress.web.pages import UnknownTaskPage, asked_before, home_page, stored_report, task_page
 from tasks.reporting.report import ReportNotFound
 
 HERE = Path(__file__).resolve().parent
@@ -208,7 +209,7 @@ class Pages:
                              f"{FIRST_EVENT_DEADLINE:.0f} s; it may still start: see /tasks/{task_id}/live"},
                             status_code=504)
 
-    def task(self, request: Request) -> Response:
+    def task(self, request: Request, error: str | None = None, status_code: int = 200) -> Response:
         task_id = _task_id(request)
         try:
             page = task_page(self.settings, task_id)
@@ -216,7 +217,7 @@ class Pages:
             return self.unknown_task(request, task_id)
         except TransientError as exc:
             return self.busy(request, exc)
-        return self.render(request, "task.html", page=page)
+        return self.render(request, "task.html", status_code, page=page, error=error)
 
     def unknown_task(self, request: Request, task_id: str) -> Response:
         return self.render(request, "message.html", 404, title="Unknown task", message=_unknown(task_id))
@@ -236,6 +237,24 @@ class Pages:
             return PlainTextResponse(str(exc.args[0]), status_code=503)
         return Response(text, media_type=REPORT_TYPES[fmt],
                         headers={"content-disposition": _attachment(f"{task_id}.{fmt}")})
+
+    async def research_again(self, request: Request) -> Response:
+        """The task's question again, with its latest run's folder, providers
+        and target, as a new task: resuming this one would search nothing new."""
+        if self.launcher is None:
+            return PlainTextResponse("this server only reads", status_code=405)
+        task_id = _task_id(request)
+        try:
+            asked = await run_in_threadpool(asked_before, self.settings, task_id)
+            new_task = await run_in_threadpool(start_research, self.launcher, self.settings, asked.question,
+                                               asked.providers, asked.target, asked.library)
+        except UnknownTaskPage:
+            return self.unknown_task(request, task_id)
+        except TransientError as exc:
+            return self.busy(request, exc)
+        except LaunchRefused as exc:
+            return self.task(request, error=str(exc), status_code=400)
+        return RedirectResponse(f"/tasks/{new_task}/live", status_code=303)
 
     def login_form(self, request: Request) -> Response:
         return self.render(request, "login.html", next=_local_path(request.query_params.get("next")))
