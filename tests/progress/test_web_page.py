@@ -1,8 +1,8 @@
 """The web page of `searchlake serve` in a real browser (Debian's Chromium,
 driven by Playwright): start a research from the form and watch its timeline
 reach complete, read the report and follow a citation chip, see the "no
-citations" marker, follow a run live from two tabs and after a reload, and a
-hostile source title that stays text. The server, the research flow (real
+citations" marker, follow a run live from two tabs and after a reload, a
+hostile source title that stays text, and the fonts Chinese text falls back to. The server, the research flow (real
 Prefect engine), the lake and the ask client are the real code; OpenRouter is
 a fake on 127.0.0.1."""
 
@@ -169,3 +169,12 @@ def test_a_browser_gives_the_token_once_and_then_watches_a_run(browser, settings
         finally:
             page.close()
 
+
+def test_chinese_text_falls_back_to_a_cjk_font_after_the_latin_ones(web, tabs):
+    tab = tabs().open("/")
+    fonts = [name.strip().strip('"') for name in tab.eval_on_selector("body", "e => getComputedStyle(e).fontFamily")
+             .split(",")]
+    assert fonts.index("Roboto") < fonts.index("Noto Sans CJK SC")
+    assert fonts[fonts.index("Noto Sans CJK SC"):] == ["Noto Sans CJK SC", "Noto Sans SC", "Source Han Sans SC",
+                                                       "PingFang SC", "Hiragino Sans GB", "Microsoft YaHei",
+                                                       "WenQuanYi Micro Hei", "sans-serif"]
