@@ -35,4 +35,9 @@ docs-gen: $(STAMP)
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
 
-.PHONY: install browser run test docs-gen docs
+# The web page's screenshots in the manual (docs/page-*.png): one research run in a
+# temporary home, then `searchlake serve` photographed in headless Chromium.
+docs-screenshots: $(STAMP) browser
+	$(PY) docs/screenshots.py
+
+.PHONY: install browser run test docs-gen docs docs-screenshots
