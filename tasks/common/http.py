@@ -235,7 +235,9 @@ class CallPolicy:
     enclosing `deadline`); a server's Retry-After is waited at most
     `max_retry_wait`; `secrets` never appear in a message or body handed
     back; with `stream` the body is left unread for the caller, who closes
-    the response."""
+    the response. Without `retry_timeouts` a try that timed out is not
+    repeated (a model server that is one request at a time keeps generating
+    the answer the client gave up on: another try would queue behind it)."""
 
     retries: int = 1
     timeout: float | None = None
@@ -243,6 +245,7 @@ class CallPolicy:
     max_retry_wait: float = MAX_RETRY_WAIT
     secrets: tuple[str, ...] = field(default=())
     stream: bool = False
+    retry_timeouts: bool = True
 
     def __post_init__(self) -> None:  # any iterable of secrets, unset ones dropped
         object.__setattr__(self, "secrets", tuple(s for s in self.secrets if s))
@@ -274,7 +277,7 @@ def call(client: httpx.Client, outbound: Outbound, policy: CallPolicy = CallPoli
 
     retrying = Retrying(
         stop=stop_after_attempt(policy.retries + 1) | _retry_fits_deadline,
-        retry=retry_if_exception(is_transient),
+        retry=retry_if_exception(lambda exc: is_transient(exc) and (policy.retry_timeouts or not _timed_out(exc))),
         wait=_WaitRetryAfter(policy.max_retry_wait),
         sleep=_sleep,
         before_sleep=log_retry,
@@ -355,6 +358,10 @@ def request_json(client: httpx.Client, method: str, url: str, *, expect: type = 
 
 def _policy(policy: CallPolicy, fields: Mapping[str, Any]) -> CallPolicy:
     return replace(policy, **fields) if fields else policy
+
+
+def _timed_out(exc: BaseException) -> bool:
+    return isinstance(exc, RemoteError) and exc.code == "timeout"
 
 
 def _timeout(limit: float | None, started: float) -> RemoteError:

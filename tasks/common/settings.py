@@ -210,8 +210,8 @@ class Settings(_Settings):
     content_max_chars: int = Field(default=20_000, ge=200, le=MAX_CONTENT_CHARS, description=(
         "content_text is truncated to this many characters; quotes come only from what is kept"))
     http_timeout: float = Field(default=20.0, gt=0, description=(
-        "Seconds per outbound call (providers, page fetches, the LLM, `ask`); a page fetch has one deadline "
-        "of twice this for everything"))
+        "Seconds per outbound call (providers, page fetches, `ask`; the LLM has SEARCHLAKE_LLM_TIMEOUT); a page "
+        "fetch has one deadline of twice this for everything"))
     http_retries: int = Field(default=1, ge=0, le=5, description=(
         "Retries on 429, 5xx and timeouts, after Retry-After (capped at 30 s) or an exponential backoff"))
     provider_concurrency: int = Field(default=4, ge=1, le=64, description=(
@@ -231,6 +231,31 @@ class Settings(_Settings):
         "key and model, used for planning, screening, review and synthesis"))
     llm_api_key: SecretStr | None = Field(default=None, description="The LLM endpoint's key")
     llm_model: str | None = Field(default=None, description="The LLM endpoint's model")
+    # every model call is bounded (docs/local-models.md): its answer, its time, and the run's spending
+    llm_timeout: float = Field(default=60.0, gt=0, description=(
+        "Seconds a model call may take, its whole answer included; a call that timed out is not tried again"))
+    llm_max_tokens_plan: int = Field(default=1024, ge=16, description=(
+        "The most tokens the model may write for a research plan (max_tokens)"))
+    llm_max_tokens_screen: int = Field(default=512, ge=16, description=(
+        "The most tokens the model may write to screen a batch of 20 titles"))
+    llm_max_tokens_review: int = Field(default=1024, ge=16, description=(
+        "The most tokens the model may write to review a batch of 10 sources"))
+    llm_max_tokens_synthesis: int = Field(default=4096, ge=16, description=(
+        "The most tokens the model may write for a report's synthesis"))
+    llm_max_tokens_model: int = Field(default=2048, ge=16, description=(
+        "The most tokens the model may write for a report's model (drivers, scenarios, metrics)"))
+    llm_run_seconds: float = Field(default=600.0, gt=0, description=(
+        "Seconds of model calls a run may spend in all; then its later stages run without the model"))
+    llm_run_tokens: int = Field(default=200_000, ge=1, description=(
+        "Tokens (prompts and answers, as the endpoint counts them) a run may spend; then its later stages run "
+        "without the model"))
+    llm_max_failures: int = Field(default=1, ge=1, description=(
+        "After this many model calls that timed out or failed, a run calls the model no more"))
+    llm_max_unusable: int = Field(default=2, ge=1, description=(
+        "After this many answers a run could not use, it calls the model no more"))
+    llm_structured_output: bool = Field(default=True, description=(
+        "Ask for JSON by response_format (a JSON schema); an endpoint that refuses it is asked without, for "
+        "the rest of the run"))
 
     # `searchlake ask` (OpenRouter); the search providers declare their own settings beside their code
     openrouter_api_key: SecretStr | None = Field(

@@ -30,7 +30,7 @@ from schemas.governance import LOCAL_LIBRARY, Drop, Publisher
 from schemas.timestamps import to_utc
 from schemas.urls import UnsafeURL, check_lake_url, domain_of, normalize_url, url_scheme
 from tasks.lake.catalog import Catalog
-from tasks.common.llm import FORMAT_INSTRUCTIONS, LLMConfig, LLMError, chat, parse_json_answer
+from tasks.common.llm import FORMAT_INSTRUCTIONS, SCREEN, AnswerShape, LLMConfig, LLMError, ModelSkipped, chat
 from tasks.common.text import term_set
 
 HARD, COARSE, QUALITY = "hard_filter", "coarse_filter", "quality_filter"
@@ -158,7 +158,8 @@ def coarse_filter(question: str, cands: Sequence[Candidate], llm: LLMConfig | No
                   client: httpx.Client | None = None, batch_size: int = 20) -> StageOutput:
     """Screen titles against the question, in batches of `batch_size`: by the
     LLM when one is configured (a failing batch passes whole: fail-open),
-    else by the lexical rule above."""
+    else by the lexical rule above — as are the titles left once the run no
+    longer calls the model, as a run without one would screen them."""
     if llm is None:
         return _lexical_screen(question, cands)
     out = StageOutput(kept=[])
@@ -167,6 +168,13 @@ def coarse_filter(question: str, cands: Sequence[Candidate], llm: LLMConfig | No
         batch = list(cands[start:start + size])
         try:
             irrelevant = _llm_screen(question, batch, llm, client)
+        except ModelSkipped as exc:
+            rest = _lexical_screen(question, cands[start:])
+            out.kept += rest.kept
+            out.drops += rest.drops
+            out.notes.append(f"coarse filter: the {len(cands) - start} titles from batch {start // size + 1} on "
+                             f"were screened by their terms: {exc}")
+            break
         except LLMError as exc:
             out.notes.append(f"coarse filter batch {start // size + 1} passed unscreened: {exc}")
             out.kept += batch
@@ -192,6 +200,11 @@ def _lexical_screen(question: str, cands: Sequence[Candidate]) -> StageOutput:
     return out
 
 
+# The title screen's JSON, as coarse_messages asks for it
+class ScreenAnswer(AnswerShape):
+    irrelevant: list[int]
+
+
 def coarse_messages(question: str, batch: Sequence[Candidate]) -> list[dict]:
     titles = "\n".join(f"[{i}] {c.title}" for i, c in enumerate(batch, 1))
     system = (
@@ -207,8 +220,12 @@ def coarse_messages(question: str, batch: Sequence[Candidate]) -> list[dict]:
 def _llm_screen(question: str, batch: Sequence[Candidate], llm: LLMConfig, client: httpx.Client | None) -> set[int]:
     """The 1-based numbers the LLM calls clearly irrelevant; LLMError when the
     call or its answer is unusable (then the batch passes whole)."""
-    answer = chat(llm, coarse_messages(question, batch), client=client)
-    listed = parse_json_answer(answer.content).get("irrelevant")
+    answer = chat(llm, coarse_messages(question, batch), kind=SCREEN, shape=ScreenAnswer, client=client)
+    return answer.read(lambda doc: screened_numbers(doc, batch))
+
+
+def screened_numbers(doc: dict, batch: Sequence[Candidate]) -> set[int]:
+    listed = doc.get("irrelevant")
     if not isinstance(listed, list):
         raise LLMError("the answer has no \"irrelevant\" list")
     numbers = set()

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
+from typing import Literal
 
 import httpx
 
 from schemas.governance import Policy
 from schemas.urls import url_scheme
-from tasks.common.llm import FORMAT_INSTRUCTIONS, LLMConfig, LLMError, chat, parse_json_answer
+from tasks.common.llm import FORMAT_INSTRUCTIONS, REVIEW, AnswerShape, LLMConfig, LLMError, ModelSkipped, chat
 from tasks.common.settings import Settings
 from tasks.common.text import term_set
 from tasks.governance.filters import QUALITY, Candidate, StageOutput, as_index, dropped
@@ -116,6 +117,17 @@ def page_fetcher(settings: Settings, client: httpx.Client, allow_hosts: Iterable
     return fetch
 
 
+class Verdict(AnswerShape):
+    index: int
+    relevance: Literal["high", "medium", "low"]
+    reason: str
+
+
+# The review's JSON, as review_messages asks for it
+class ReviewAnswer(AnswerShape):
+    reviews: list[Verdict]
+
+
 def review_messages(question: str, batch: Sequence[Candidate], bodies: Sequence[str]) -> list[dict]:
     parts = [f"[{i}] {c.title}\n{(body or '')[:REVIEW_EXCERPT]}" for i, (c, body) in enumerate(zip(batch, bodies), 1)]
     system = (
@@ -135,6 +147,10 @@ def _review(question: str, scored: list[Candidate], bodies: list[str], llm: LLMC
         batch, texts = scored[start:start + REVIEW_BATCH], bodies[start:start + REVIEW_BATCH]
         try:
             verdicts = _llm_review(question, batch, texts, llm, client)
+        except ModelSkipped as exc:
+            out.notes.append(f"quality review: the {len(scored) - start} sources from batch "
+                             f"{start // REVIEW_BATCH + 1} on kept unreviewed: {exc}")
+            return kept + scored[start:]
         except LLMError as exc:
             out.notes.append(f"quality review batch {start // REVIEW_BATCH + 1} kept unreviewed: {exc}")
             kept += batch
@@ -150,8 +166,13 @@ def _review(question: str, scored: list[Candidate], bodies: list[str], llm: LLMC
 
 def _llm_review(question: str, batch: Sequence[Candidate], bodies: Sequence[str], llm: LLMConfig,
                 client: httpx.Client | None) -> dict[int, tuple[str, str | None]]:
-    answer = chat(llm, review_messages(question, batch, bodies), client=client)
-    reviews = parse_json_answer(answer.content).get("reviews")
+    answer = chat(llm, review_messages(question, batch, bodies), kind=REVIEW, shape=ReviewAnswer, client=client)
+    return answer.read(lambda doc: verdicts_of(doc, batch))
+
+
+def verdicts_of(doc: dict, batch: Sequence[Candidate]) -> dict[int, tuple[str, str | None]]:
+    """index → (relevance, reason) of the review's readable entries."""
+    reviews = doc.get("reviews")
     if not isinstance(reviews, list):
         raise LLMError("the answer has no \"reviews\" list")
     verdicts = {}

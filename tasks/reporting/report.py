@@ -167,9 +167,13 @@ class PublishedReport:
 def compose_report(material: SynthesisInput, *, llm: LLMConfig | None = None,
                    client: httpx.Client | None = None) -> tuple[ResearchReport, SynthesisResult, ModelBlueprint]:
     """synthesize → model → report, from material already read from the
-    lake: no catalog is open while a model may be called."""
+    lake: no catalog is open while a model may be called. A run that gave
+    up on its model says so in the report's first warning, once: why, and
+    which stages ran without it."""
     synthesis = synthesize_material(material, llm=llm, client=client)
     blueprint = build_blueprint(synthesis, llm=llm, client=client)
+    if llm is not None and llm.use is not None and (without := llm.use.without_model()):
+        synthesis.warnings.insert(0, without)
     return build_report(synthesis, blueprint, task_id=material.task_id), synthesis, blueprint
 
 

@@ -12,7 +12,7 @@ from datetime import date
 import httpx
 
 from schemas.plan import PlannedQuery, ResearchPlan, SearchSummary
-from tasks.common.llm import FORMAT_INSTRUCTIONS, LLMConfig, LLMError, chat, parse_json_answer
+from tasks.common.llm import FORMAT_INSTRUCTIONS, PLAN, AnswerShape, LLMConfig, LLMError, chat
 from tasks.common.text import is_cjk, keywords, phrases
 from tasks.common.errors import UserError
 
@@ -31,6 +31,20 @@ class EmptyQuestion(UserError, ValueError):
     """The question is empty."""
 
 
+class SummaryAnswer(AnswerShape):
+    interpreted_topic: str
+    key_dimensions: list[str]
+
+
+# The planner's JSON, as planner_messages asks for it
+class PlanAnswer(AnswerShape):
+    search_summary: SummaryAnswer
+    academic_queries: list[str]
+    news_queries: list[str]
+    web_queries: list[str]
+    library_queries: list[str]
+
+
 def plan_question(question: str, *, max_per_intent: int, llm: LLMConfig | None = None,
                   client: httpx.Client | None = None, intents: Iterable[str] | None = None) -> PlanOutcome:
     """`intents`: those the run's providers serve (default: all); the keyword
@@ -41,11 +55,11 @@ def plan_question(question: str, *, max_per_intent: int, llm: LLMConfig | None =
     if llm is None:
         return PlanOutcome(keyword_plan(question, max_per_intent, intents=intents))
     try:
-        answer = chat(llm, planner_messages(question, max_per_intent), client=client)
+        answer = chat(llm, planner_messages(question, max_per_intent), kind=PLAN, shape=PlanAnswer, client=client)
     except LLMError as exc:
         return PlanOutcome(keyword_plan(question, max_per_intent, intents=intents, fallback_reason=str(exc)))
     try:
-        plan = plan_from_answer(question, answer.content, max_per_intent)
+        plan = answer.read(lambda doc: plan_from_document(question, doc, max_per_intent))
     except (LLMError, ValueError) as exc:
         reason = f"the planner's answer was unusable: {str(exc).splitlines()[0]}"
         return PlanOutcome(keyword_plan(question, max_per_intent, intents=intents, fallback_reason=reason),
@@ -66,8 +80,7 @@ def planner_messages(question: str, max_per_intent: int) -> list[dict]:
     return [{"role": "system", "content": system}, {"role": "user", "content": question}]
 
 
-def plan_from_answer(question: str, answer: str, max_per_intent: int) -> ResearchPlan:
-    doc = parse_json_answer(answer)
+def plan_from_document(question: str, doc: dict, max_per_intent: int) -> ResearchPlan:
     summary = doc.get("search_summary") or {}
     if not isinstance(summary, dict) or not summary.get("interpreted_topic"):
         raise LLMError("search_summary.interpreted_topic is missing")

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 
 from schemas.report import ANSWER_WORDS, Citation, ContradictionOrGap, Insight, KeyDataPoint, SynthesisResult
 from tasks.synthesis.labels import detect_language
-from tasks.common.llm import FORMAT_INSTRUCTIONS, LLMConfig, LLMError, chat, parse_json_answer
+from tasks.common.llm import FORMAT_INSTRUCTIONS, SYNTHESIS, AnswerShape, LLMConfig, LLMError, chat
 from tasks.synthesis.passages import clip
 from tasks.synthesis.base import Source, finish, no_sources_result, plan_dimensions, within_answer
 
@@ -41,6 +41,45 @@ JSON_SHAPE = """{
   "contradictions_or_gaps": [{"kind": "contradiction or gap", "description": "...",
                               "citations": [{"source": 3, "quote": "..."}]}]
 }"""
+
+
+class QuoteAnswer(AnswerShape):
+    source: int
+    quote: str
+
+
+class PointAnswer(AnswerShape):
+    text: str
+    part: str | None
+    citations: list[QuoteAnswer]
+
+
+class InsightAnswer(AnswerShape):
+    text: str
+    dimension: str | None
+    citations: list[QuoteAnswer]
+
+
+class FigureAnswer(AnswerShape):
+    value: float
+    unit: str
+    measure: str
+    text: str
+    citations: list[QuoteAnswer]
+
+
+class IssueAnswer(AnswerShape):
+    kind: Literal["contradiction", "gap"]
+    description: str
+    citations: list[QuoteAnswer]
+
+
+# The synthesizer's JSON, as JSON_SHAPE shows it to the model
+class SynthesisAnswer(AnswerShape):
+    answer: list[PointAnswer]
+    synthesized_insights: list[InsightAnswer]
+    key_data_points: list[FigureAnswer]
+    contradictions_or_gaps: list[IssueAnswer]
 
 
 @dataclass(frozen=True)
@@ -177,8 +216,9 @@ def llm_synthesis(sources: list[Source], question: str, plan: dict | None, confi
     has no usable JSON. A task without sources costs no model call."""
     if not sources:
         return no_sources_result(question, detect_language(question), plan_dimensions(plan), f"llm:{config.model}")
-    answer = chat(config, llm_messages(sources, question, plan, opts), client=client)
-    result = from_llm_json(parse_json_answer(answer.content), sources, question)
+    answer = chat(config, llm_messages(sources, question, plan, opts), kind=SYNTHESIS, shape=SynthesisAnswer,
+                  client=client)
+    result = answer.read(lambda doc: from_llm_json(doc, sources, question))
     result.synthesizer = f"llm:{config.model}"
     result.tokens = answer.tokens
     finish(result, sources)

@@ -22,6 +22,7 @@ from itertools import combinations
 from typing import Any
 
 import httpx
+from pydantic import Field
 
 from schemas.report import (
     BlueprintMetadata,
@@ -34,7 +35,7 @@ from schemas.report import (
     SynthesisResult,
 )
 from tasks.synthesis.labels import labels
-from tasks.common.llm import FORMAT_INSTRUCTIONS, LLMConfig, LLMError, chat, parse_json_answer
+from tasks.common.llm import FORMAT_INSTRUCTIONS, MODEL, AnswerShape, LLMConfig, LLMError, chat, model_given_up
 from tasks.synthesis.passages import clip, jaccard
 
 CITABILITY_CONFIDENCE = {"high": 0.8, "medium": 0.6, "low": 0.3, "none": 0.1}
@@ -131,6 +132,42 @@ MODEL_JSON_SHAPE = """{"modelType": "causal_graph",
  "metrics": [{"name": "...", "estimate": 0.24, "unit": "%", "confidence": 0.6}]}"""
 
 
+class DriverAnswer(AnswerShape):
+    name: str
+    description: str
+    evidenceRefs: list[int]
+
+
+class RelationshipAnswer(AnswerShape):
+    from_: str = Field(alias="from")
+    to: str
+    type: str
+    confidence: float
+
+
+class ScenarioAnswer(AnswerShape):
+    name: str
+    assumptions: list[str]
+    outcomes: list[str]
+    confidence: float
+
+
+class MetricAnswer(AnswerShape):
+    name: str
+    estimate: float
+    unit: str
+    confidence: float
+
+
+# The modeling agent's JSON, as MODEL_JSON_SHAPE shows it to the model
+class BlueprintAnswer(AnswerShape):
+    modelType: str
+    coreDrivers: list[DriverAnswer]
+    relationships: list[RelationshipAnswer]
+    scenarios: list[ScenarioAnswer]
+    metrics: list[MetricAnswer]
+
+
 def model_messages(synthesis: SynthesisResult) -> list[dict]:
     insights = "\n".join(f"[{i}] ({x.dimension or '-'}) {x.text}" for i, x in enumerate(synthesis.synthesized_insights))
     points = "\n".join(f"- {p.measure}: {p.value:g} {p.unit}" for p in synthesis.key_data_points)
@@ -209,10 +246,8 @@ def llm_blueprint(synthesis: SynthesisResult, config: LLMConfig, *,
                   client: httpx.Client | None = None) -> ModelBlueprint:
     """A model's blueprint, cleaned: references outside the insight list and
     relationships between unknown drivers are dropped with a warning."""
-    answer = chat(config, model_messages(synthesis), client=client)
-    data = parse_json_answer(answer.content)
-    if not any(isinstance(data.get(k), list) for k in ("coreDrivers", "relationships", "metrics", "scenarios")):
-        raise LLMError("the model's JSON is not a model blueprint")
+    answer = chat(config, model_messages(synthesis), kind=MODEL, shape=BlueprintAnswer, client=client)
+    data = answer.read(blueprint_document)
     warnings: list[str] = []
     drivers = _llm_drivers(data, synthesis, warnings)
     blueprint = ModelBlueprint(
@@ -223,10 +258,18 @@ def llm_blueprint(synthesis: SynthesisResult, config: LLMConfig, *,
     return blueprint
 
 
+def blueprint_document(data: dict) -> dict:
+    if not any(isinstance(data.get(k), list) for k in ("coreDrivers", "relationships", "metrics", "scenarios")):
+        raise LLMError("the model's JSON is not a model blueprint")
+    return data
+
+
 def build_blueprint(synthesis: SynthesisResult, *, llm: LLMConfig | None = None,
                     client: httpx.Client | None = None, fallback: bool = True) -> ModelBlueprint:
     """The blueprint flows call: extractive unless `llm` is given; an LLM
-    failure falls back to extractive with a warning (or raises, fallback=False)."""
+    failure falls back to extractive with a warning (or raises, fallback=False);
+    once the run has given up on the model, the run's own warning says so
+    (tasks/reporting/report.py), not this one."""
     started = time.monotonic()
     if llm is None or not synthesis.synthesized_insights:
         blueprint = extractive_blueprint(synthesis)
@@ -237,7 +280,8 @@ def build_blueprint(synthesis: SynthesisResult, *, llm: LLMConfig | None = None,
             if not fallback:
                 raise
             blueprint = extractive_blueprint(synthesis)
-            blueprint.metadata.warnings.insert(0, f"LLM modeling failed ({exc}); the extractive blueprint was used")
+            if not model_given_up(llm):
+                blueprint.metadata.warnings.insert(0, f"LLM modeling failed ({exc}); the extractive blueprint was used")
     blueprint.metadata.durationMs = int((time.monotonic() - started) * 1000)
     return blueprint
 

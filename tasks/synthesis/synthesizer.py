@@ -15,7 +15,9 @@ a quote that is not there stays, marked `verified=false`, with a warning.
 Failure policy of the LLM path (chosen): `llm_synthesis` raises `LLMError`
 for an unreachable model or an unusable answer; `synthesize` falls back to
 the extractive synthesizer and says so in `warnings`, unless
-`fallback=False`, in which case the LLMError propagates.
+`fallback=False`, in which case the LLMError propagates. Once the run has
+given up on the model (tasks/common/model_use.py) the report says so in one
+warning of the run's own (tasks/reporting/report.py), not here.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import httpx
 
 from schemas.report import SynthesisResult
 from tasks.synthesis.extractive import extractive_synthesis
-from tasks.common.llm import LLMConfig, LLMError
+from tasks.common.llm import LLMConfig, LLMError, model_given_up
 from tasks.synthesis.base import Source
 from tasks.synthesis.llm_synthesis import llm_synthesis
 
@@ -84,7 +86,8 @@ def synthesize(sources: list[Source], question: str, plan: dict | None = None, *
             if not fallback:
                 raise
             result = extractive_synthesis(sources, question, plan)
-            result.warnings.insert(0, f"LLM synthesis failed ({exc}); the extractive synthesizer was used instead")
+            if not model_given_up(llm):
+                result.warnings.insert(0, f"LLM synthesis failed ({exc}); the extractive synthesizer was used instead")
     result.duration_ms = int((time.monotonic() - started) * 1000)
     return result
 
