@@ -4,7 +4,10 @@ pre-flight → plan → search every provider in parallel (each bundle lands as
 it arrives) → consolidate → [search completeness gate] → hard, coarse and
 quality filters → [filter sufficiency gate: fall back to unused keywords] →
 publishers → report → [output gate]. One trace id (the flow run id) runs
-through every stage; the run's budget bounds it (Prefect's flow timeout)."""
+through every stage; the run's budget bounds it (Prefect's flow timeout).
+The run's model, when one is configured, is one LLMConfig whose ModelUse
+(budget, breaker) every stage shares and no other run sees; what the run
+spent on it is the `model` output of its record."""
 
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ from flows.run_view import RunView, end_dead_runs
 from schemas.governance import Budget, Policy
 from schemas.plan import ResearchPlan
 from schemas.request import ResearchRequest
+from tasks.common.llm import LLMConfig
 from tasks.common.settings import Settings, research_settings
 from tasks.lake.catalog import commit_scope
 from tasks.governance.gates import (build_output, filter_sufficiency, output_check, search_completeness, sized_target,
@@ -68,6 +72,7 @@ class RunContext:
     view: RunView
     counts: dict  # what the run record's counts say so far
     query_prefix: str | None = None  # see research_flow
+    llm: LLMConfig | None = None  # the run's model: its own budget and breaker
 
     @property
     def task_id(self) -> str:
@@ -119,19 +124,22 @@ def research_flow(question: str, task_id: str | None = None, library: str | None
                    request.model_dump(include={"library", "providers", "target"}))
         started = time.monotonic()
         counts = {"candidate_count": 0, "filtered_count": 0, "publisher_count": 0}
+        llm = LLMConfig.from_settings(settings)
         with keep_alive(settings, trace_id, task_id):  # should this process die, readers see the run interrupted
             try:
                 with make_client(settings) as client:
                     outputs = _run(RunContext(request, trace_id, settings, names, target, budget, policy, client,
-                                              view, counts, query_prefix))
+                                              view, counts, query_prefix, llm))
             except BaseException as exc:
                 outputs = outputs_if_published(settings, trace_id, exc)
                 if outputs is None:
                     status, error = run_failure(exc, time.monotonic() - started)
-                    view.fail(status, error, run_finished(trace_id, status, **counts, error=error, outputs={},
+                    view.fail(status, error, run_finished(trace_id, status, **counts, error=error,
+                                                          outputs=model_outputs(llm),
                                                           elapsed_seconds=time.monotonic() - started,
                                                           stage_history=view.trace.history))
                     raise
+                outputs.update(model_outputs(llm))
             view.finish(outputs, run_finished(trace_id, "complete", **counts, outputs=outputs,
                                               elapsed_seconds=time.monotonic() - started,
                                               stage_history=view.trace.history))
@@ -155,6 +163,11 @@ def research_deployment(question: str, task_id: str | None = None, library: str 
 def timed_flow(request: ResearchRequest):
     """The research flow under the checked request's time budget."""
     return research_flow.with_options(timeout_seconds=request.budget.timeout_seconds)
+
+
+def model_outputs(llm: LLMConfig | None) -> dict:
+    """What the run spent on its model and what became of it (ModelUse.record), when it has one."""
+    return {"model": llm.use.record()} if llm is not None and llm.use is not None else {}
 
 
 def outputs_if_published(settings: Settings, trace_id: str, exc: BaseException) -> dict | None:
@@ -197,7 +210,7 @@ def run_failure(exc: BaseException, elapsed: float) -> tuple[str, str]:
 def _run(ctx: RunContext) -> dict:
     view, settings, counts = ctx.view, ctx.settings, ctx.counts
     with view.stage("plan", "planning queries") as detail:
-        plan = plan_task(ctx.question, ctx.task_id, ctx.trace_id, settings)
+        plan = plan_task(ctx.question, ctx.task_id, ctx.trace_id, settings, ctx.llm)
         detail.update(planner=plan.planner, queries=len(plan.queries), fallback_reason=plan.fallback_reason)
     for name in ctx.names:
         if label := provider_class(name).prepares:
@@ -240,11 +253,11 @@ def _run(ctx: RunContext) -> dict:
     _gate(view, output_check(output))
     # the report is the run's last step: a run killed once it is out is complete (close_dead_runs)
     with view.stage("report", "writing the report") as detail:
-        reports = report_research_task(ctx.task_id, plan, [c.source_id for c in selected], settings)
+        reports = report_research_task(ctx.task_id, plan, [c.source_id for c in selected], settings, ctx.llm)
         detail["report"] = reports.get("html")
     return {"question": plan.question, "planner": plan.planner, "fallback_reason": plan.fallback_reason,
             "fallback_rounds": rounds, **search_stats, "sources": len(candidates), "selected": len(selected),
-            "report": reports.get("html"), "reports": reports, "output": output_key}
+            "report": reports.get("html"), "reports": reports, "output": output_key, **model_outputs(ctx.llm)}
 
 
 def _search_to_target(ctx: RunContext, plan: ResearchPlan) -> tuple[dict, list]:
@@ -316,13 +329,13 @@ def _filter(ctx: RunContext, candidates: list):
         drops += dropped
         detail.update(kept=len(kept), dropped=len(dropped))
     with view.stage("coarse_filter", "screening titles") as detail:
-        kept, dropped = coarse_filter_task(ctx.question, kept, ctx.settings, ctx.client)
+        kept, dropped = coarse_filter_task(ctx.question, kept, ctx.llm, ctx.client)
         drops += dropped
         detail.update(kept=len(kept), dropped=len(dropped))
     with view.stage("quality_filter", "reading and scoring the best sources") as detail:
         online = any(provider_class(name).finds_web_pages for name in ctx.names)
         kept, dropped = quality_filter_task(ctx.question, kept, ctx.policy, ctx.target, ctx.settings, ctx.client,
-                                            online)
+                                            online, ctx.llm)
         drops += dropped
         detail.update(kept=len(kept), dropped=len(dropped))
     return kept, drops

@@ -49,8 +49,9 @@ def policy_task(demand_id: str, settings: Settings) -> tuple[Policy, str]:
 
 
 @task(name="plan", **BUSY)
-def plan_task(question: str, task_id: str, run_id: str, settings: Settings) -> ResearchPlan:
-    """The task's stored plan when it is resumed, else a new one."""
+def plan_task(question: str, task_id: str, run_id: str, settings: Settings, llm: LLMConfig | None) -> ResearchPlan:
+    """The task's stored plan when it is resumed, else a new one (by `llm`,
+    the run's model, when there is one)."""
     with open_catalog(settings, "research: plan") as catalog:
         previous = stored_plan(catalog, task_id)
     if previous is not None:
@@ -59,8 +60,7 @@ def plan_task(question: str, task_id: str, run_id: str, settings: Settings) -> R
                                    f"{previous.question!r}")
         return previous
     intents = {intent for name in enabled_names(settings) for intent in provider_class(name).intents}
-    outcome = plan_question(question, max_per_intent=settings.max_queries_per_intent,
-                            llm=LLMConfig.from_settings(settings), intents=intents)
+    outcome = plan_question(question, max_per_intent=settings.max_queries_per_intent, llm=llm, intents=intents)
     save_plan(task_id, run_id, outcome, settings)
     if outcome.plan.fallback_reason:
         get_run_logger().warning("planner fell back to keywords: %s", outcome.plan.fallback_reason)
@@ -135,25 +135,25 @@ def hard_filter_task(candidates: list) -> StageOutput:
 
 
 @task(name="coarse-filter", cache_policy=NO_CACHE)
-def coarse_filter_task(question: str, candidates: list, settings: Settings, client) -> StageOutput:
-    return coarse_filter(question, candidates, LLMConfig.from_settings(settings), client=client)
+def coarse_filter_task(question: str, candidates: list, llm: LLMConfig | None, client) -> StageOutput:
+    return coarse_filter(question, candidates, llm, client=client)
 
 
 @task(name="quality-filter", cache_policy=NO_CACHE)
 def quality_filter_task(question: str, candidates: list, policy: Policy, target: int, settings: Settings,
-                        client, online: bool) -> StageOutput:
+                        client, online: bool, llm: LLMConfig | None) -> StageOutput:
     fetch = page_fetcher(settings, client) if online else None
     return quality_filter(question, candidates, policy, target, fetch=fetch,
-                          llm=LLMConfig.from_settings(settings) if policy.enable_llm_review else None,
-                          client=client)
+                          llm=llm if policy.enable_llm_review else None, client=client)
 
 
 @task(name="report", **BUSY)
-def report_research_task(task_id: str, plan: ResearchPlan, source_ids: list[str], settings: Settings) -> dict:
+def report_research_task(task_id: str, plan: ResearchPlan, source_ids: list[str], settings: Settings,
+                         llm: LLMConfig | None) -> dict:
     """Synthesize and publish the report (in the lake, and as the run's
     markdown artifact); the catalog is open only to read the sources and to
     record the report, never while a model is called."""
-    published = publish_report(settings, task_id, plan, question=plan.question, llm=LLMConfig.from_settings(settings),
+    published = publish_report(settings, task_id, plan, question=plan.question, llm=llm,
                                source_ids=source_ids, purpose="research: report")
     report_artifact(task_id, render_markdown(published.report))
     return published.uris

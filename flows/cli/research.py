@@ -107,6 +107,8 @@ def print_run_outcome(trace_id: str, failure: str | None, details: bool = False)
     if details and summary.status == "complete":
         print_top(summary.task_id, 10)
     _print_lines([f"task id:  {summary.task_id}   trace id: {summary.trace_id}", f"status:   {summary.headline()}"])
+    if summary.without_model:
+        _print_lines([f"model:    {summary.without_model}"])
     if summary.outputs.get("report"):
         _print_lines([f"report:   {summary.outputs['report']}  (.md and .json beside it)"])
     _print_lines([f"more:     searchlake report --task-id {summary.task_id}",

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from schemas.bundle import check_identifier
 from schemas.governance import Budget, Drop, Policy, Publisher, StageRecord
+from tasks.common.model_use import spending
 from tasks.common.processes import ProcessIdentity
 from tasks.lake.catalog import Catalog, current_flow_run, open_catalog
 from tasks.common.settings import Settings
@@ -263,10 +264,18 @@ class RunSummary:
         if not self.stage_history:
             out.append("  (none)")
         out.append("outputs:" if self.outputs else "outputs:       (none)")
-        out += [f"  {name}: {_shown(value)}" for name, value in self.outputs.items()]
+        # the model's record in numbers: why the run gave up on it is its own line (without_model)
+        out += [f"  {name}: {spending(value) if name == 'model' else _shown(value)}"
+                for name, value in self.outputs.items()]
         if self.error:
             out.append(f"error:         {self.error}")
         return out
+
+    @property
+    def without_model(self) -> str | None:
+        """Why the run gave up on its model and which stages ran without it; None when it did not."""
+        model = self.outputs.get("model")
+        return model.get("without_model") if isinstance(model, dict) else None
 
     def headline(self) -> str:
         """How the run ended, how long it took and what it found, in one line."""
