@@ -154,6 +154,8 @@ def finished_run(settings: Settings, trace_id: str) -> FinishedRun:
     outcome = ResearchOutcome(task_id=summary.task_id, trace_id=trace_id, status=summary.status,
                               summary=summary.headline(), answer=answer, report=report)
     lines += ["", f"task id: {summary.task_id}   trace id: {trace_id}", f"status:  {summary.headline()}"]
+    if summary.without_model:  # which stages ran without the configured model, and why
+        lines.append(f"model:   {summary.without_model}")
     if report:
         lines.append(f"report:  {report} (read_report reads it; top_sources and sql say more)")
     return FinishedRun(outcome, "\n".join(lines).strip("\n"))

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from flows.cli.research import print_run_outcome
+from flows.mcp_research import finished_run
 from tests.flows.test_research_flow import research  # noqa: F401 - the fixture
 from tests.model_server import ModelServer
 
@@ -49,7 +50,7 @@ def test_a_hanging_model_costs_one_timeout_and_the_run_says_which_stages_ran_wit
     model = json.loads(row["outputs"])["model"]
     assert model["without_model"] == said and model["calls"] == 1 and model["seconds"] >= TIMEOUT
 
-    # said once: in the report's warnings, the trace (and its rows), at the terminal
+    # said once: in the report's warnings, the trace (and its rows), at the terminal, over MCP
     written = json.loads(Path(research.settings.lake_root, report["json_path"]).read_text(encoding="utf-8"))
     assert written["metadata"]["warnings"].count(said) == 1
     assert not [w for w in written["metadata"]["warnings"] if "failed (" in w]
@@ -58,3 +59,4 @@ def test_a_hanging_model_costs_one_timeout_and_the_run_says_which_stages_ran_wit
     assert sum(said in (event["detail"] or "") for event in research.events(row["trace_id"])) == 1
     print_run_outcome(row["trace_id"], None)
     assert capsys.readouterr().out.count(said) == 1
+    assert finished_run(research.settings, row["trace_id"]).text.count(said) == 1  # and to an agent, over MCP
