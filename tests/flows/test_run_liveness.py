@@ -203,6 +203,8 @@ def flow_run_state(flow_run_id: str):
 def test_a_run_whose_worker_died_after_it_published_its_report_is_complete(user, lake, tmp_path, held_llm):
     env = user.env(**user.prefect, SEARCHLAKE_LLM_BASE_URL=held_llm.base_url, SEARCHLAKE_LLM_MODEL="held",
                    SEARCHLAKE_LLM_API_KEY="held-key", SEARCHLAKE_MAX_QUERIES_PER_INTENT="1",
+                   # every answer is unusable: the run must still ask for the synthesis, which the endpoint holds
+                   SEARCHLAKE_LLM_MAX_UNUSABLE="100",
                    SEARCHLAKE_RUN_HEARTBEAT_SECONDS=HEARTBEAT, PREFECT_WORKER_QUERY_SECONDS="1")
     library = write_library(tmp_path / "library")
     flow_run_id = asyncio.run(deploy_research("orphans")({
