@@ -208,7 +208,8 @@ class SearchlakeTools:
 
     def task_list(self, limit: int) -> TaskList:
         from tasks.lake.catalog import open_catalog
-        from tasks.lake.query import json_records, task_list
+        from tasks.lake.query import task_list
+        from tasks.lake.result_text import json_records
         with open_catalog(self.settings, "mcp: tasks", read_only=True) as catalog:
             found = json_records(task_list(catalog, limit + 1))  # one more tells whether there are more
         return TaskList(tasks=[TaskEntry(**row) for row in found[:limit]], more=len(found) > limit)
@@ -221,7 +222,8 @@ class SearchlakeTools:
         """A task's top consolidated sources, best first: rank, score_final, how many queries found it, the
         query that found it first, title and URL."""
         from tasks.lake.catalog import open_catalog
-        from tasks.lake.query import json_records, task_top_sources
+        from tasks.lake.query import task_top_sources
+        from tasks.lake.result_text import json_records
         task_id = checked_task_id(task_id)
         with open_catalog(self.settings, "mcp: top", read_only=True) as catalog:
             found = json_records(task_top_sources(catalog, task_id, limit))
@@ -240,7 +242,8 @@ class SearchlakeTools:
         and plain functions, plus url_domain(url); no files, settings, secrets or network. Returns the
         columns and the rows as JSON values."""
         from tasks.lake.catalog import open_catalog
-        from tasks.lake.query import json_rows, run_analyst_query
+        from tasks.lake.query import run_analyst_query
+        from tasks.lake.result_text import json_rows
         # The command's other bounds stay with the command: a process-wide memory limit and a main-thread
         # alarm would reach runs this server holds. The query keeps its own: the row and size caps, the
         # engine's memory limit and SEARCHLAKE_SQL_TIMEOUT (run_analyst_query, Catalog.confine_to_lake).

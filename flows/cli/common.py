@@ -114,7 +114,7 @@ def render_table(result, title: str | None = None, layout=None, wrap: bool = Fal
     """A query's rows at the terminal (see flows/cli/tables.py): the lake's
     text as text, never markup or a control sequence."""
     from flows.cli.tables import Layout, render_rows
-    from tasks.lake.query import text_rows
+    from tasks.lake.result_text import text_rows
     render_rows(out, result.columns, text_rows(result, to_the_second=True), layout=layout or Layout.auto, wrap=wrap,
                 title=title)
 

@@ -106,7 +106,7 @@ def sql_command(
 
 
 def formatted_result(result, fmt: Format, **table_options) -> str:
-    from tasks.lake.query import to_csv, to_json
+    from tasks.lake.result_text import to_csv, to_json
     if fmt is Format.csv:
         return to_csv(result)
     if fmt is Format.json:

@@ -152,7 +152,7 @@ def test_invalid_json_never_becomes_a_json_value(cli, error_lines_of):
 def test_a_json_column_whose_text_does_not_parse_is_written_as_that_text():
     import duckdb
 
-    from tasks.lake.query import QueryResult, to_csv, to_json
+    from tasks.lake.result_text import QueryResult, to_csv, to_json
     cursor = duckdb.connect().execute("select '[1]'::JSON as j")
     json_type = cursor.description[0][1]
     result = QueryResult(["j"], [("{bad",), ("[1]",)], [json_type])
@@ -197,7 +197,7 @@ def test_csv_cells_a_spreadsheet_would_run_as_formulas_are_quoted_but_numbers_st
 def test_a_csv_cell_starting_with_a_carriage_return_is_quoted_and_stays_one_cell():
     import duckdb
 
-    from tasks.lake.query import QueryResult, to_csv
+    from tasks.lake.result_text import QueryResult, to_csv
     cursor = duckdb.connect().execute("select chr(13) || '=1+1' as r, 'x' || chr(13) || 'y' as inside")
     result = QueryResult([d[0] for d in cursor.description], cursor.fetchall(), [d[1] for d in cursor.description])
     written = to_csv(result)
