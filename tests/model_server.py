@@ -100,6 +100,8 @@ class _Handler(BaseHTTPRequestHandler):
         if behaviour == "prose":
             return 200, completion("Solar panels are an interesting topic. Let me tell you about the sun, "
                                    "which is a star, and about batteries, which store energy.")
+        if behaviour == "sloppy":  # a small model's JSON: fenced, with a trailing comma
+            return 200, completion("```json\n" + json.dumps(ANSWERS[kind_of(body)])[:-1] + ",}\n```")
         return 200, completion(json.dumps(ANSWERS[kind_of(body)]))
 
     def reply(self, status: int, doc: dict) -> None:

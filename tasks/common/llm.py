@@ -104,11 +104,15 @@ class ChatAnswer:
         call's shape). An answer the caller cannot take (LLMError or
         ValueError, raised) counts as unusable in the run."""
         try:
-            return take(parse_json_answer(self.content, self.shape))
+            value, repaired = parse_json_answer(self.content, self.shape)
+            taken = take(value)
         except (LLMError, ValueError) as exc:
             if self.use is not None and self.kind is not None:
                 self.use.unusable(self.kind, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
             raise
+        if self.use is not None and self.kind is not None:
+            self.use.taken(self.kind, repaired)
+        return taken
 
 
 @dataclass(frozen=True)
@@ -327,15 +331,16 @@ def split_thought_json(text: str) -> tuple[str, str]:
     return "", text.strip()
 
 
-def parse_json_answer(text: str, shape: type[BaseModel] | None = None) -> dict[str, Any]:
-    """The JSON object of a THOUGHT/JSON answer: as validated by `shape`
-    when it fits it as written (structured output), otherwise repaired (the
-    caller's own checks then judge it); LLMError if there is none."""
+def parse_json_answer(text: str, shape: type[BaseModel] | None = None) -> tuple[dict[str, Any], bool]:
+    """The JSON object of a THOUGHT/JSON answer, and whether it had to be
+    repaired: as validated by `shape` when it fits it as written (structured
+    output), otherwise parsed or repaired (the caller's own checks then
+    judge it); LLMError if there is none."""
     _, part = split_thought_json(text)
     part = part.removesuffix(END_MARK).strip()
     if shape is not None:
         try:
-            return shape.model_validate_json(part).model_dump(mode="json", by_alias=True)
+            return shape.model_validate_json(part).model_dump(mode="json", by_alias=True), False
         except ValidationError:
             pass
     fenced = _FENCE.search(part)
@@ -344,10 +349,11 @@ def parse_json_answer(text: str, shape: type[BaseModel] | None = None) -> dict[s
     start = part.find("{")
     if start < 0:
         raise LLMError("the answer contains no JSON object")
+    repaired = False
     try:
         value = json.loads(part[start:part.rfind("}") + 1])
     except ValueError:
-        value = json_repair.repair_json(part[start:], return_objects=True)
+        value, repaired = json_repair.repair_json(part[start:], return_objects=True), True
     if not isinstance(value, dict) or not value:
         raise LLMError("the answer's JSON part is not a usable object")
-    return value
+    return value, repaired

@@ -53,6 +53,8 @@ class ModelUse:
         self.structured = True
         self.stopped: str | None = None  # why the model is not called again, once it is not
         self.notes: list[str] = []
+        # per kind of call, its answers: taken as written, repaired first, or unusable
+        self.answers: dict[str, dict[str, int]] = {}
         self._without: list[str] = []  # stages that ran without the model, in order
 
     # -- before a call
@@ -95,9 +97,15 @@ class ModelUse:
             if self.stopped is None and self.failures >= self.limits.max_failures:
                 self.stopped = f"{what} while {DOING.get(kind, kind)}" + (f" ({detail})" if detail else "")
 
+    def taken(self, kind: str, repaired: bool) -> None:
+        """An answer the stage used, as written or once its JSON was repaired."""
+        with self._lock:
+            self._count_answer(kind, "repaired" if repaired else "as_written")
+
     def unusable(self, kind: str, reason: str) -> None:
         """An answer the stage could not use (`reason`: what was wrong)."""
         with self._lock:
+            self._count_answer(kind, "unusable")
             self.unusable_answers += 1
             self._ran_without(kind)
             if self.stopped is None and self.unusable_answers >= self.limits.max_unusable:
@@ -138,9 +146,15 @@ class ModelUse:
                     "seconds": round(self.seconds, 1), "prompt_tokens": self.prompt_tokens,
                     "completion_tokens": self.completion_tokens,
                     "budget": {"seconds": self.limits.seconds, "tokens": self.limits.tokens},
-                    "structured_output": self.structured, "without_model": without, "notes": list(self.notes)}
+                    "structured_output": self.structured,
+                    "answers": {kind: dict(counts) for kind, counts in self.answers.items()},
+                    "without_model": without, "notes": list(self.notes)}
 
     # -- inside the lock
+    def _count_answer(self, kind: str, how: str) -> None:
+        counts = self.answers.setdefault(kind, {})
+        counts[how] = counts.get(how, 0) + 1
+
     def _spend(self, seconds: float) -> None:
         self.calls += 1
         self.seconds += seconds

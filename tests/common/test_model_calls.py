@@ -72,6 +72,18 @@ def test_each_kind_of_call_sends_its_max_tokens_the_stop_and_its_schema(server):
     record = llm.use.record()
     assert record["calls"] == 5 and record["without_model"] is None and record["structured_output"] is True
     assert record["prompt_tokens"] == 5 * 210 and record["completion_tokens"] == 5 * 90
+    assert record["answers"] == {kind: {"as_written": 1} for kind in TOKENS}
+
+
+@pytest.mark.parametrize("server", [("sloppy", 0.0)], indirect=True)
+def test_json_a_small_model_breaks_is_repaired_used_and_counted_as_repaired(server):
+    llm = run_model(server)
+    assert plan(llm).planner == "llm"
+    kept, drops = coarse_filter(QUESTION, candidates(2), llm)
+    assert len(kept) == 2 and not drops
+    record = llm.use.record()
+    assert record["answers"] == {"plan": {"repaired": 1}, "screen": {"repaired": 1}}
+    assert record["without_model"] is None
 
 
 @pytest.mark.parametrize("server", [("no_schema", 0.0)], indirect=True)
@@ -143,6 +155,7 @@ def test_answers_that_ignore_the_format_stop_the_model_after_the_second(server):
     said = llm.use.without_model()
     assert said.startswith(f"the model at {server.base} gave 2 unusable answers, the last while screening titles (")
     assert said.endswith("; planning and screening ran without it")
+    assert llm.use.record()["answers"] == {"plan": {"unusable": 1}, "screen": {"unusable": 1}}
 
 
 def test_the_run_s_model_budget_bounds_its_answers_and_then_stops_the_model(server):
