@@ -25,10 +25,13 @@ from functools import lru_cache
 
 import Stemmer
 
+# Han ideographs: Chinese (and Japanese kanji).
+HAN_CHARS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f"
 # CJK ideographs, kana and hangul: scripts written without spaces between words.
-CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002fa1f"
+CJK_CHARS = "\u3040-\u30ff\uac00-\ud7af" + HAN_CHARS
 CJK_RUN = re.compile(f"[{CJK_CHARS}]+")
 _CJK = re.compile(f"[{CJK_CHARS}]")
+_HAN = re.compile(f"[{HAN_CHARS}]")
 _WORD = re.compile(rf"[{CJK_CHARS}]+|(?:(?![{CJK_CHARS}])[^\W_])+")
 _PLAIN = re.compile(r"[^\W_]+")
 # CJK text has no spaces: split runs at common function characters so that
@@ -62,7 +65,13 @@ def normalize(text: str | None) -> str:
 
 
 def is_cjk(text: str) -> bool:
+    """True when the text holds a character of a script written without spaces."""
     return bool(_CJK.search(text or ""))
+
+
+def has_han(text: str) -> bool:
+    """True when the text holds a Chinese character (what decides a report's language)."""
+    return bool(_HAN.search(text or ""))
 
 
 def cjk_bigrams(run: str) -> list[str]:

@@ -13,10 +13,10 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
-from tasks.common.text import CJK_RUN, normalize, evidence_terms
+from tasks.common.text import CJK_RUN, evidence_terms, has_han, normalize
 from tasks.synthesis.base import Source
 from tasks.synthesis.language import any_language, languages
-from tasks.synthesis.passages import block_spans, clip, fold, has_cjk, sentence_spans, table_rows, trimmed, weight_len
+from tasks.synthesis.passages import block_spans, clip, fold, sentence_spans, table_rows, trimmed, weight_len
 
 QUOTE_CHARS = 400
 SENTENCES_PER_SOURCE = 400
@@ -343,7 +343,7 @@ def quotable(sentence: str, shortest: int = 20) -> bool:
     if sum(ch.isalpha() or ch.isspace() for ch in flat) < 0.6 * len(flat):
         return False
     # a few Chinese characters among names and paths are a label, not a statement
-    return sum(len(run) for run in CJK_RUN.findall(flat)) >= 6 or len(flat.split()) >= 3 and not has_cjk(flat)
+    return sum(len(run) for run in CJK_RUN.findall(flat)) >= 6 or len(flat.split()) >= 3 and not has_han(flat)
 
 
 def introduces(lead: Sentence, line: Sentence, previous: Sentence) -> bool:

@@ -61,11 +61,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from wordfreq import zipf_frequency
 
-from tasks.common.text import normalize, evidence_terms
+from tasks.common.text import evidence_terms, has_han, normalize
 from tasks.retrieval.bm25 import TermIndex, feedback_weights
 from tasks.synthesis.candidates import Sentence, Window
 from tasks.synthesis.figures import figures
-from tasks.synthesis.passages import has_cjk
 from tasks.synthesis.language import any_language
 from tasks.synthesis.parameters import PARAMETERS, Parameters
 from tasks.synthesis.language.zh import chinese_words
@@ -333,7 +332,7 @@ def _meaning(question: Question, found: list[Window], params: Parameters) -> dic
     window is the same word. Chinese words are jieba's, on both sides
     ("关机" finds "关闭")."""
     if question.language == "zh":
-        surfaces = {w: w.split("|")[0] for part in question.parts for w in part.words if has_cjk(w)}
+        surfaces = {w: w.split("|")[0] for part in question.parts for w in part.words if has_han(w)}
         window_words = [chinese_words(window.normal) for window in found]
     else:
         surfaces = {stem: word for part in question.parts for stem, word in part.surfaces.items()

@@ -32,7 +32,7 @@ from functools import cached_property
 import numpy as np
 
 from schemas.report import ContradictionOrGap, Insight, KeyDataPoint, SynthesisResult
-from tasks.common.text import evidence_terms
+from tasks.common.text import evidence_terms, has_han
 from tasks.synthesis.answer import AnswerOptions, Passage, answer_points
 from tasks.synthesis.base import Source, finish, no_sources_result, plan_dimensions
 from tasks.synthesis.candidates import Sentence, Window, candidates, quote_from, windows
@@ -40,7 +40,7 @@ from tasks.synthesis.evidence import Scores, score
 from tasks.synthesis.parameters import PARAMETERS, Parameters
 from tasks.synthesis.labels import labels
 from tasks.synthesis.figures import Figure, figures
-from tasks.synthesis.passages import has_cjk, jaccard, near_duplicate
+from tasks.synthesis.passages import jaccard, near_duplicate
 from tasks.synthesis.question import Part, Question, read_question
 
 
@@ -313,7 +313,7 @@ def _disagree(a: _Point, b: _Point) -> bool:
 def _shown(point: _Point) -> str:
     unit = point.figure.unit
     value = f"{point.figure.value:g}"
-    joined = f"{value}{unit}" if unit in ("%", "x") or has_cjk(unit) else f"{value} {unit}"
+    joined = f"{value}{unit}" if unit in ("%", "x") or has_han(unit) else f"{value} {unit}"
     return f"{joined} ({point.sentence.source.domain})"
 
 

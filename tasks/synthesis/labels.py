@@ -3,7 +3,7 @@ synthesis, modeling and reports."""
 
 from __future__ import annotations
 
-from tasks.synthesis.passages import has_cjk
+from tasks.common.text import has_han
 
 LABELS: dict[str, dict[str, str]] = {
     "en": {
@@ -96,4 +96,4 @@ def labels(language: str) -> dict[str, str]:
 
 def detect_language(question: str) -> str:
     """Chinese when the question contains Chinese characters; English otherwise."""
-    return "zh" if has_cjk(question) else "en"
+    return "zh" if has_han(question) else "en"

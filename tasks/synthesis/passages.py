@@ -9,15 +9,9 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from tasks.common.text import CJK_RUN
+from tasks.common.text import CJK_RUN, has_han
 
-_HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff]")
 _ABBREVIATIONS = ("e.g.", "i.e.", "etc.", "vs.", "mr.", "mrs.", "dr.", "prof.", "fig.", "no.", "approx.", "inc.", "u.s.")
-
-
-def has_cjk(text: str) -> bool:
-    """True when the text contains Chinese characters (decides the output language)."""
-    return bool(_HAN.search(text or ""))
 
 
 def fold(text: str) -> str:
@@ -121,7 +115,7 @@ def block_spans(text: str) -> list[tuple[int, int]]:
         row = match.start() in rows
         joins = (start >= 0 and not blank_before and not last_line.endswith(_LINE_END) and not (row or last_row)
                  and (weight_len(last_line) >= 50 or line[:1].islower() or last_line.endswith(_CLAUSE_END)
-                      or (weight_len(last_line) >= 24 and has_cjk(last_line[-1:]) and has_cjk(line[:1]))))
+                      or (weight_len(last_line) >= 24 and has_han(last_line[-1:]) and has_han(line[:1]))))
         if joins:
             end = line_end
         else:
