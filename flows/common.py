@@ -38,7 +38,7 @@ class UserErrorsAreNoCrash(logging.Filter):
     exception is logged as Prefect logs it."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        from tasks.common.errors import SearchlakeError
+        from schemas.errors import SearchlakeError
         error = record.exc_info[1] if record.exc_info else None
         if not (isinstance(error, SearchlakeError) and error.user_error):
             return True
@@ -57,5 +57,5 @@ def retry_when_busy(task, task_run, state) -> bool:
     (tasks/common/errors.py), e.g. the catalog was busy (another command or
     program held it past the lock timeout, over which the lake already
     waited and ran the work again)."""
-    from tasks.common.errors import is_transient
+    from schemas.errors import is_transient
     return is_transient(state.data)

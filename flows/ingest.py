@@ -15,7 +15,7 @@ from prefect.states import Failed
 from flows.artifacts import bundles_landed_event, refusals_artifact
 from flows.common import retry_when_busy
 from flows.consolidate import consolidate_task
-from tasks.common.errors import UserError
+from schemas.errors import UserError
 from tasks.lake.catalog import commit_scope, open_catalog
 from tasks.common.settings import Settings
 from tasks.lake.landing import land_files

@@ -20,7 +20,7 @@ from flows.launcher import ResearchLauncher
 from schemas.agent import ResearchOutcome
 from schemas.events import ProgressEvent
 from schemas.request import ResearchRequest
-from tasks.common.errors import UserError
+from schemas.errors import UserError
 from tasks.common.settings import Settings
 from tasks.lake.files import run_logs_root
 from tasks.progress.events import events_path, parse_line, runs_of_task

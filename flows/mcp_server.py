@@ -35,7 +35,7 @@ from flows.mcp_research import REPORT_URI, report_uri, research_run
 from schemas.agent import QueryRows, RankedSource, ResearchOutcome, TaskEntry, TaskList, TopSources
 from schemas.bundle import check_identifier
 from schemas.request import BudgetRequest, ResearchRequest
-from tasks.common.errors import SearchlakeError, UserError
+from schemas.errors import SearchlakeError, UserError
 from tasks.common.redaction import redact
 from tasks.common.settings import Settings
 

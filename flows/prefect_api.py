@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from tasks.common.errors import UserError
+from schemas.errors import UserError
 
 
 class PrefectUnavailable(UserError, RuntimeError):

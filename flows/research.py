@@ -47,7 +47,7 @@ from tasks.governance.filters import aggregate_publishers
 from tasks.governance.heartbeat import keep_alive, lease_seconds
 from tasks.governance.runs import INTERRUPTED, published_report, record_outcome, run_finished, run_started
 from tasks.retrieval.search import SearchCall, route
-from tasks.common.errors import UserError
+from schemas.errors import UserError
 
 MAX_RESULTS = 50  # per query and provider: the deepest a search goes to reach the candidate target
 

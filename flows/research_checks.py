@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from schemas.request import BudgetRequest, ResearchRequest
-from tasks.common.errors import UserError
+from schemas.errors import UserError
 
 
 class ResearchRefused(UserError, ValueError):

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from schemas.bundle import check_identifier
-from tasks.common.errors import UserError
+from schemas.errors import UserError
 
 COLUMNS = ("question", "library", "providers", "target")
 MAX_BATCH_NAME = 64  # leaves room in a task id (128) for the row and the question's hash

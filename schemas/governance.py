@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 from annotated_types import Ge, Gt, Le
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, ValidationError, model_validator
 
-from tasks.common.errors import UserError
+from schemas.errors import UserError
 
 # -- one-line errors from field constraints -------------------------------------------
 

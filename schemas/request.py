@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from schemas.bundle import Identifier
-from tasks.common.errors import UserError
+from schemas.errors import UserError
 
 MAX_QUESTION = 2000  # characters: a question, not a document
 

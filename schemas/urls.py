@@ -19,7 +19,7 @@ import hashlib
 import re
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
-from tasks.common.errors import UserError
+from schemas.errors import UserError
 
 WEB_SCHEMES = frozenset({"http", "https"})
 LAKE_SCHEMES = WEB_SCHEMES | {"file"}

@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
-from tasks.common.errors import UserError  # a problem with the user's input: one line, non-zero exit
+from schemas.errors import UserError  # a problem with the user's input: one line, non-zero exit
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Research questions to cited evidence, kept in a queryable lake.")

@@ -250,7 +250,7 @@ def migrate_catalog() -> None:
 
 
 def main() -> None:
-    from tasks.common.errors import SearchlakeError
+    from schemas.errors import SearchlakeError
     try:
         # Not standalone: click's usage errors come here as exceptions, to be
         # said in one line rather than a boxed usage panel.

@@ -23,7 +23,7 @@ import httpx
 from schemas.ask import UrlCitation
 from schemas.urls import domain_of
 from tasks.ask.plan import AskPlan
-from tasks.common.errors import RemoteError
+from schemas.errors import RemoteError
 from tasks.common.http import Attempt, CallPolicy, json_body, status_error, user_agent
 from tasks.common.llm import choice_message, post_completion
 

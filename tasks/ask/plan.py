@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 
 from schemas.ask import AskOptions
 from tasks.common.settings import Settings
-from tasks.common.errors import InternalError
+from schemas.errors import InternalError
 
 
 class AskError(InternalError):

@@ -37,7 +37,7 @@ from typing import Any, TypeVar
 import httpx
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
-from tasks.common.errors import RemoteError, is_transient
+from schemas.errors import RemoteError, is_transient
 from tasks.common.http_deadline import DeadlineTransport, deadline, time_left
 from tasks.common.redaction import redact, safe_url, scrub
 from tasks.common.settings import Settings

@@ -26,7 +26,7 @@ import httpx
 import json_repair
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from tasks.common.errors import InternalError, RemoteError
+from schemas.errors import InternalError, RemoteError
 from tasks.common.http import (Attempt, CallPolicy, Outbound, call, endpoint_url, json_body, make_client,
                                require_success, safe_url, scrub)
 from tasks.common.model_use import ModelLimits, ModelUse

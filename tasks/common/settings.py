@@ -15,7 +15,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from schemas.bundle import MAX_CONTENT_CHARS
 from schemas.governance import BUDGET_VARIABLES, Budget
 from schemas.scoring import ScoringFile
-from tasks.common.errors import UserError
+from schemas.errors import UserError
 from tasks.common.redaction import connection_string_passwords, redact, register, url_credentials
 
 # Settings holding URLs a user may write credentials into (user:password@, ?token=).

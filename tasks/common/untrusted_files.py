@@ -30,7 +30,7 @@ import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tasks.common.errors import SearchlakeError, UserError
+from schemas.errors import SearchlakeError, UserError
 
 _FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from tasks.common.settings import Settings
 from tasks.retrieval.providers.registry import provider_class
-from tasks.common.errors import UserError
+from schemas.errors import UserError
 
 
 class PreflightError(UserError, ValueError):

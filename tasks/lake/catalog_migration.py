@@ -25,7 +25,7 @@ from pathlib import Path
 import duckdb
 
 from tasks.common.settings import DEFAULT_CATALOG_FILE, DUCKDB_CATALOG_FILE, Settings
-from tasks.common.errors import InternalError, UserError
+from schemas.errors import InternalError, UserError
 from tasks.lake.catalog import open_catalog
 from tasks.lake.catalog_lock import embedded_lock
 from tasks.lake.engine import TABLES_FOLDER, literal, load_sqlite_client, new_engine

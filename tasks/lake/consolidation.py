@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tasks.common.errors import UserError
+from schemas.errors import UserError
 from tasks.common.text import counted
 from tasks.lake.catalog import Catalog
 from tasks.lake.exports import refresh_exports

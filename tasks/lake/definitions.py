@@ -30,7 +30,7 @@ from functools import lru_cache
 
 import duckdb
 
-from tasks.common.errors import UserError
+from schemas.errors import UserError
 from tasks.lake.sql_guard import lake_tables
 from tasks.lake.sqlfiles import sql, sql_group
 

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import duckdb
 from filelock import FileLock
 
-from tasks.common.errors import is_disk_full, is_lock_contention
+from schemas.errors import is_disk_full, is_lock_contention
 from tasks.common.redaction import redact, without_password
 from tasks.common.settings import DEFAULT_CATALOG_FILE, Settings, secret_value
 from tasks.lake.engine_errors import AttachRace, CatalogUnavailable, engine_error

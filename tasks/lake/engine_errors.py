@@ -19,7 +19,7 @@ from pathlib import Path
 
 import duckdb
 
-from tasks.common.errors import (DiskFull, InternalError, TransientError, UserError, is_disk_full,
+from schemas.errors import (DiskFull, InternalError, TransientError, UserError, is_disk_full,
                                  is_lock_contention)
 from tasks.common.settings import Settings
 

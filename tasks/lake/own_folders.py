@@ -19,7 +19,7 @@ import os
 import uuid
 from contextlib import suppress
 
-from tasks.common.errors import UserError
+from schemas.errors import UserError
 
 _FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC

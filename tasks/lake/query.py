@@ -13,7 +13,7 @@ from tasks.lake.catalog import Catalog
 from tasks.lake.result_text import QueryResult
 from tasks.lake.sql_guard import NotReadOnly, check_query, check_view_definitions, lists_tables, readable_tables
 from tasks.lake.sqlfiles import sql
-from tasks.common.errors import UserError
+from schemas.errors import UserError
 from tasks.common.redaction import known_secrets, register_environment, without_known_secrets
 
 __all__ = ["NoSuchTask", "NotConsolidated", "NotReadOnly", "QueryResult", "QueryTimedOut", "QueryTooLarge",

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from decimal import Decimal
 
-from tasks.common.errors import UserError
+from schemas.errors import UserError
 
 
 @dataclass(frozen=True)

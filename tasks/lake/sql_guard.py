@@ -34,7 +34,7 @@ from functools import lru_cache
 import duckdb
 
 from tasks.lake.sqlfiles import sql_group
-from tasks.common.errors import UserError
+from schemas.errors import UserError
 
 
 class NotReadOnly(UserError, ValueError):

@@ -9,7 +9,7 @@ import json
 from datetime import datetime
 
 from schemas.watch import Change, Watch, WatchParams
-from tasks.common.errors import UserError
+from schemas.errors import UserError
 from tasks.common.text import counted
 from tasks.lake.catalog import Catalog
 

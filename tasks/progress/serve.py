@@ -52,7 +52,7 @@ from tasks.progress.request_deadline import with_request_deadline
 from tasks.progress.web.app import Launcher, page_routes
 from tasks.progress.web.pages import run_interruption
 from tasks.progress.web.guards import Access, protect
-from tasks.common.errors import UserError
+from schemas.errors import UserError
 
 KEEPALIVE_SECONDS = 15.0
 POLL_SECONDS = 0.1

@@ -37,7 +37,7 @@ import httpx
 from tasks.common.settings import Settings
 from tasks.retrieval.providers.searxng import SearxngSettings
 from tasks.common.http import CallPolicy, Outbound, call, deadline, redact, safe_url, scrub, status_error
-from tasks.common.errors import RemoteError
+from schemas.errors import RemoteError
 
 log = logging.getLogger(__name__)
 

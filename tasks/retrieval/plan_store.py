@@ -10,7 +10,7 @@ from tasks.common.text import counted
 from tasks.lake.catalog import Catalog
 from tasks.lake.files import Lake, LakeWrite
 from tasks.retrieval.planning import PlanOutcome
-from tasks.common.errors import UserError
+from schemas.errors import UserError
 
 
 class QuestionMismatch(UserError, ValueError):

@@ -14,7 +14,7 @@ import httpx
 from schemas.plan import PlannedQuery, ResearchPlan, SearchSummary
 from tasks.common.llm import FORMAT_INSTRUCTIONS, PLAN, AnswerShape, LLMConfig, LLMError, chat
 from tasks.common.text import is_cjk, keywords, phrases
-from tasks.common.errors import UserError
+from schemas.errors import UserError
 
 INTENT_KEYS = {"academic": "academic_queries", "news": "news_queries",
                "web": "web_queries", "library": "library_queries"}

@@ -18,7 +18,7 @@ from schemas.urls import WEB_SCHEMES, UnsafeURL, check_lake_url, source_id_for, 
 from tasks.common.settings import Settings
 from tasks.retrieval.fetch import configured_hosts, fetch_content
 from tasks.retrieval.providers.base import Hit, Provider, Query
-from tasks.common.errors import RemoteError
+from schemas.errors import RemoteError
 from tasks.retrieval.scoring import score_hit
 
 

@@ -13,7 +13,7 @@ import tasks.common.http
 from tasks.common.settings import Settings
 import tasks.retrieval.providers.registry  # noqa: F401  (the providers declare their settings: their keys are secrets)
 from tasks.common.http import make_client, redact, request, request_json, retry_after_seconds, safe_url
-from tasks.common.errors import RemoteError
+from schemas.errors import RemoteError
 from tests.net_helpers import TrickleServer, elapsed
 
 KEY = "sk-TOPSECRET-123"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tasks.common.errors import RemoteError
+from schemas.errors import RemoteError
 from tasks.retrieval.providers.base import Hit, Query
 from tasks.retrieval.search import SearchCall, search_bundle
 

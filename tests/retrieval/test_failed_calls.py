@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from tasks.common.errors import RemoteError
+from schemas.errors import RemoteError
 from tasks.common.http import make_client
 from tasks.lake.catalog import open_catalog
 from tasks.lake.landing import land_bundles

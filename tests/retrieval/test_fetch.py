@@ -18,7 +18,7 @@ import tasks.retrieval.fetch
 from tasks.common.settings import Settings
 from tasks.retrieval.fetch import configured_hosts, extract_text, fetch_content, fetch_deadline, refusal_reason
 from tasks.common.http import make_client
-from tasks.common.errors import RemoteError
+from schemas.errors import RemoteError
 from tests.research_helpers import settings_with
 from tests.net_helpers import TrickleServer, elapsed
 

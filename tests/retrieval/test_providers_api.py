@@ -19,7 +19,7 @@ from tasks.common.settings import Settings
 from tasks.common.http import make_client
 from tasks.retrieval.providers.arxiv import ArxivProvider, search_query
 from tasks.retrieval.providers.base import Query
-from tasks.common.errors import RemoteError
+from schemas.errors import RemoteError
 from tests.research_helpers import settings_with
 from tasks.retrieval.providers.brave import BraveProvider
 from tasks.retrieval.providers.openalex import OpenAlexProvider, rebuild_abstract

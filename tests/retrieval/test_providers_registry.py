@@ -10,7 +10,7 @@ from tests.research_helpers import settings_with
 from tasks.common.http import make_client
 from tasks.retrieval.providers import registry
 from tasks.retrieval.providers.base import Query
-from tasks.common.errors import RemoteError
+from schemas.errors import RemoteError
 from tasks.retrieval.providers.searxng import SearxngProvider
 from tasks.retrieval.providers.tavily import TavilyProvider
 

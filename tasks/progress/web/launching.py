@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Protocol
 
 from schemas.request import MAX_QUESTION, RequestError, ResearchRequest
-from tasks.common.errors import UserError
+from schemas.errors import UserError
 from tasks.common.settings import Settings
 
 

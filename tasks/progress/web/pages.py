@@ -14,7 +14,7 @@ from tasks.lake.catalog import open_catalog
 from tasks.progress.web import charts
 from tasks.reporting.layout import answer_of, caution
 from tasks.reporting.report import ReportNotFound, load_report
-from tasks.common.errors import UserError
+from schemas.errors import UserError
 from tasks.progress.web.launching import LaunchRefused
 
 RUNS_SHOWN = 50
@@ -31,7 +31,7 @@ def _records(catalog, name: str, params: list) -> list[dict[str, Any]]:
 def run_interruption(settings: Settings, run_id: str) -> str | None:
     """Why the run reads interrupted (its process died, see the runs view),
     None while it does not, or while the lake cannot say (busy)."""
-    from tasks.common.errors import TransientError
+    from schemas.errors import TransientError
     try:
         with open_catalog(settings, "serve: run status", read_only=True) as catalog:
             rows = catalog.rows("web_run_interrupted", [run_id])

@@ -25,7 +25,7 @@ from starlette.templating import Jinja2Templates
 from schemas.bundle import check_identifier
 from schemas.request import request_error
 from schemas.serve import HandoffRequest, is_malformed
-from tasks.common.errors import TransientError
+from schemas.errors import TransientError
 from tasks.common.settings import Settings
 from tasks.common.text import printable
 from tasks.lake.files import run_logs_root

@@ -20,7 +20,7 @@ import httpx
 from tasks.common.settings import Settings
 from tasks.common.http import request, request_json
 from tasks.retrieval.providers.base import Hit, Prepared, ProviderSettings
-from tasks.common.errors import RemoteError
+from schemas.errors import RemoteError
 
 
 class ApiProvider:

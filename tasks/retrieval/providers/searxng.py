@@ -15,7 +15,7 @@ from pydantic import AliasChoices, Field
 from tasks.common.http import endpoint_url, safe_url
 from tasks.common.settings import Settings
 from tasks.retrieval.providers.base import Hit, ProviderSettings, Query
-from tasks.common.errors import RemoteError
+from schemas.errors import RemoteError
 from tasks.retrieval.providers.api import (
     ApiProvider,
     as_list,

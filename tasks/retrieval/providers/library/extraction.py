@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from tasks.common.errors import UserError
+from schemas.errors import UserError
 
 
 class SkipFile(UserError):
