@@ -45,7 +45,7 @@ ROOT = BENCH.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.run import OUT, _link_copy, run_step, start_step  # noqa: E402
+from bench.steps import OUT, link_copy, run_step, start_step  # noqa: E402
 
 CATALOGS = {"sqlite": "catalog.sqlite", "duckdb_file": "catalog.ducklake"}
 FIRST_BUNDLES = 2  # landed first, so that the reader has a catalog to attach
@@ -179,7 +179,7 @@ def bench_speed(args: argparse.Namespace, base: Path, bundles: Path) -> dict:
     for trial in range(args.repeat):
         for kind in CATALOGS:
             home = base / f"cons-{kind}-{trial}"
-            _link_copy(landed[kind], home)
+            link_copy(landed[kind], home)
             trials[kind]["consolidate"].append(run_step("consolidate", home, bundles, workdir,
                                                         catalog_env(kind, home)))
     figures = {}

@@ -49,20 +49,18 @@ import argparse
 import json
 import os
 import platform
-import resource
 import shutil
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
-OUT = BENCH / "out"
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+from bench.steps import OUT, cpu_seconds, link_copy, run_step  # noqa: E402
 
 TASK = "bench"
 TARGETS = {
@@ -102,12 +100,6 @@ COPY (
 
 def _sql_text(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
-
-
-def cpu_seconds() -> float:
-    """CPU time of this process and its (waited-for) worker processes."""
-    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def _settings(home: Path):
@@ -185,123 +177,8 @@ def step_baseline(home: Path, bundles: Path) -> dict:
             "sources": sources, "files": len(files)}
 
 
-def step_write(home: Path, bundles: Path) -> dict:
-    from bench.writers import step_write as write
-    return write(home, bundles)
-
-
-def step_open(home: Path, bundles: Path) -> dict:
-    from bench.catalogs import step_open as open_
-    return open_(home, bundles)
-
-
-STEPS = {"ingest": step_ingest, "consolidate": step_consolidate,
-         "reconsolidate": step_consolidate, "baseline": step_baseline, "write": step_write, "open": step_open}
-
-
-def child_main(step: str, home: Path, bundles: Path, result_file: Path) -> int:
-    result = STEPS[step](home, bundles)
-    me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    result["maxrss_self_mb"] = me / 1024
-    result["maxrss_children_mb"] = kids / 1024
-    result_file.write_text(json.dumps(result))
-    return 0
-
-
 # ---------------------------------------------------------------------------
 # parent side
-
-
-def _tree_memory_bytes(root_pid: int) -> tuple[int, int]:
-    """(sum of RSS, sum of PSS) over root_pid and its descendants (Linux /proc).
-    PSS shares copy-on-write pages between forked workers instead of counting
-    them in each, so it is the honest total; RSS is the upper bound."""
-    parents: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                stat = handle.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(b")") + 2:].split()
-        parents[int(entry)] = int(fields[1])
-    tree = {root_pid}
-    grew = True
-    while grew:
-        grew = False
-        for pid, ppid in parents.items():
-            if ppid in tree and pid not in tree:
-                tree.add(pid)
-                grew = True
-    rss = pss = 0
-    for pid in tree:
-        try:
-            with open(f"/proc/{pid}/smaps_rollup", "rb") as handle:
-                for line in handle:
-                    if line.startswith(b"Rss:"):
-                        rss += int(line.split()[1]) * 1024
-                    elif line.startswith(b"Pss:"):
-                        pss += int(line.split()[1]) * 1024
-        except OSError:
-            pass
-    return rss, pss
-
-
-def start_step(step: str, home: Path, bundles: Path, result_file: Path,
-               extra_env: dict[str, str] | None = None) -> subprocess.Popen:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SEARCHLAKE_")}
-    env["SEARCHLAKE_HOME"] = str(home)
-    env.update(extra_env or {})
-    env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--step", step, "--home", str(home),
-           "--bundles", str(bundles), "--result", str(result_file)]
-    return subprocess.Popen(cmd, cwd=result_file.parent, env=env)
-
-
-def run_step(step: str, home: Path, bundles: Path, workdir: Path, extra_env: dict[str, str] | None = None) -> dict:
-    result_file = workdir / f"{step}.json"
-    os.sync()  # the previous step's dirty pages are not this step's to write back
-    proc = start_step(step, home, bundles, result_file, extra_env)
-    peak_rss = peak_pss = 0
-    done = threading.Event()
-
-    def sample() -> None:
-        nonlocal peak_rss, peak_pss
-        while not done.is_set():
-            rss, pss = _tree_memory_bytes(proc.pid)
-            peak_rss, peak_pss = max(peak_rss, rss), max(peak_pss, pss)
-            done.wait(0.02)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    code = proc.wait()
-    done.set()
-    sampler.join()
-    if code != 0:
-        raise SystemExit(f"step {step} failed with exit code {code}")
-    result = json.loads(result_file.read_text())
-    result["sampled_tree_rss_mb"] = peak_rss / 2**20
-    result["sampled_tree_pss_mb"] = peak_pss / 2**20
-    # ru_maxrss of the step process plus that of its largest worker: an upper
-    # bound (shared pages counted twice), never below the sampled PSS peak.
-    result["peak_rss_mb"] = max(result["maxrss_self_mb"] + result["maxrss_children_mb"],
-                                result["sampled_tree_pss_mb"])
-    return result
-
-
-def _link_copy(src: Path, dst: Path) -> None:
-    """A lake snapshot to run a step on again: Parquet and raw files
-    hard-linked (DuckLake never rewrites a file in place), everything else
-    (the catalog database) copied."""
-    def copy(a: str, b: str) -> None:
-        if a.endswith((".parquet", ".json")) and "/lake/" in a:
-            os.link(a, b)
-        else:
-            shutil.copy2(a, b)
-    shutil.copytree(src, dst, copy_function=copy)
 
 
 def best_of(step: str, trials: int, home_for, bundles: Path, workdir: Path) -> tuple[dict, Path]:
@@ -358,7 +235,7 @@ def bench_size(items: int, args: argparse.Namespace, scratch: Path) -> dict:
 
     def fresh_copy(i: int) -> Path:
         home = base / f"cons{i}"
-        _link_copy(landed, home)
+        link_copy(landed, home)
         return home
 
     print(f"[{items:,} items] consolidate x{n} ...", flush=True)
@@ -463,13 +340,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="items landed by all writers together (the same for every writer count)")
     parser.add_argument("--pg", choices=("durable", "fast"), default="durable",
                         help="PostgreSQL settings: its own defaults, or fsync off")
-    parser.add_argument("--step", choices=sorted(STEPS), help=argparse.SUPPRESS)
-    parser.add_argument("--home", type=Path, help=argparse.SUPPRESS)
-    parser.add_argument("--bundles", type=Path, help=argparse.SUPPRESS)
-    parser.add_argument("--result", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.step:
-        return child_main(args.step, args.home, args.bundles, args.result)
 
     sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
     scratch = Path(tempfile.mkdtemp(prefix="searchlake-bench-"))

@@ -13,7 +13,7 @@ import shutil
 import time
 from pathlib import Path
 
-from bench.run import cpu_seconds, start_step
+from bench.steps import cpu_seconds, start_step
 
 WRITERS_4_VS_1_MIN = 1.0
 
