@@ -11,6 +11,10 @@ How it answers is its `behaviour`, one of
   slow_start    `delay` seconds before the first token, then a usable answer
   no_schema     HTTP 400 naming response_format when a request carries it,
                 else a usable answer
+  json_object   as llama-cpp-python's server: HTTP 500 with its validation
+                error for response_format json_schema; a usable answer for
+                json_object with the schema beside it
+  sloppy        a usable answer's JSON, fenced and with a trailing comma
 Each request's body is kept (`bodies`), with the kind of call it was."""
 
 from __future__ import annotations
@@ -95,6 +99,10 @@ class _Handler(BaseHTTPRequestHandler):
         if behaviour == "no_schema" and "response_format" in body:
             return 400, {"error": {"message": "response_format: json_schema is not supported by this server",
                                    "type": "invalid_request_error"}}
+        if behaviour == "json_object" and body.get("response_format", {}).get("type") == "json_schema":
+            return 500, {"error": {"message": "1 validation error: {'type': 'literal_error', 'loc': ('body', "
+                                              "'response_format', 'type'), 'msg': \"Input should be 'text' or "
+                                              "'json_object'\", 'input': 'json_schema'}", "type": "internal_server_error"}}
         if behaviour == "slow_start":
             time.sleep(self.server.delay)
         if behaviour == "prose":

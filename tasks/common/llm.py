@@ -27,9 +27,9 @@ import json_repair
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from schemas.errors import InternalError, RemoteError
-from tasks.common.http import (Attempt, CallPolicy, Outbound, call, endpoint_url, json_body, make_client,
-                               require_success, safe_url, scrub)
-from tasks.common.model_use import ModelLimits, ModelUse
+from tasks.common.http import (Attempt, CallPolicy, Outbound, call, endpoint_url, error_detail, json_body,
+                               make_client, require_success, safe_url, scrub, status_error)
+from tasks.common.model_use import SCHEMA_FORMS, ModelLimits, ModelUse
 from tasks.common.settings import Settings, secret_value
 
 THOUGHT_MARK = "---THOUGHT---"
@@ -214,24 +214,34 @@ def completion_body(config: LLMConfig, messages: list[dict], kind: str, shape: t
     body = {"model": config.model, "messages": messages, "temperature": config.temperature,
             "max_tokens": max_tokens, "stop": STOP}
     if shape is not None:
-        body["response_format"] = response_format(kind, shape)
+        body["response_format"] = response_format(kind, shape, schema_forms(config)[0])
     return {**body, **(extra or {})}
+
+
+def schema_forms(config: LLMConfig) -> list[str]:
+    """The forms of response_format still to try, the first to ask with."""
+    return list(config.use.schema_forms) if config.use is not None else list(SCHEMA_FORMS)
 
 
 def _complete(client: httpx.Client, config: LLMConfig, body: dict, timeout: float) -> dict:
     """The completion document; an endpoint that refuses `response_format`
-    (HTTP 400/422 naming it) is asked once more without it, in the time
-    left, and the run remembers."""
+    (an HTTP error naming it) is asked again at once with the next form of
+    it, then without one, in the time left, and the run remembers."""
     started = time.monotonic()
-    try:
-        return _post(client, config, body, timeout)
-    except RemoteError as exc:
-        if "response_format" not in body or not refuses_schema(exc):
-            raise
-        if config.use is not None:
-            config.use.schema_refused(exc.reason)
-    plain = {key: value for key, value in body.items() if key != "response_format"}
-    return _post(client, config, plain, max(1.0, timeout - (time.monotonic() - started)))
+    forms = schema_forms(config)
+    while True:
+        try:
+            return _post(client, config, body, max(1.0, timeout - (time.monotonic() - started)))
+        except RemoteError as exc:
+            if "response_format" not in body or not refuses_schema(exc):
+                raise
+            asked = body["response_format"]
+            if config.use is not None:
+                config.use.schema_refused(asked["type"], exc.reason)
+            forms = [f for f in forms if f != asked["type"]]
+            body = {key: value for key, value in body.items() if key != "response_format"}
+            if forms:
+                body["response_format"] = schema_format(*schema_of(asked), forms[0])
 
 
 def _post(client: httpx.Client, config: LLMConfig, body: dict, timeout: float) -> dict:
@@ -240,17 +250,44 @@ def _post(client: httpx.Client, config: LLMConfig, body: dict, timeout: float) -
     policy = CallPolicy(retries=config.retries, timeout=timeout, within=timeout, retry_timeouts=False,
                         secrets=config.secrets)
     return post_completion(client, endpoint_url(config.base_url, "chat/completions"), body, key=config.api_key,
-                           policy=policy)
+                           policy=policy, read=read_model_completion)
+
+
+def read_model_completion(response: httpx.Response) -> dict:
+    """read_completion, where an error naming response_format is a refusal
+    of the form asked, never retried (asking the same again cannot cure it),
+    even from a server that answers it with a 500."""
+    if not response.is_success and _SCHEMA_WORDS.search(error_detail(response)):
+        raise status_error(response, retryable=False)
+    return read_completion(response)
 
 
 def refuses_schema(exc: RemoteError) -> bool:
-    """An endpoint's refusal of structured output: HTTP 400 or 422 naming response_format or json_schema."""
-    return exc.http_status in (400, 422) and bool(_SCHEMA_WORDS.search(exc.reason))
+    """An endpoint's refusal of structured output: an HTTP error naming
+    response_format or json_schema (llama-cpp-python's server answers 500
+    for a form it does not know, others 400 or 422)."""
+    return exc.http_status is not None and exc.http_status >= 400 and bool(_SCHEMA_WORDS.search(exc.reason))
 
 
-def response_format(name: str, shape: type[BaseModel]) -> dict:
-    """OpenAI's structured output for answers of `shape`, as Ollama, llama.cpp's server and vLLM take it too."""
-    return {"type": "json_schema", "json_schema": {"name": name, "schema": strict_schema(shape), "strict": True}}
+def response_format(name: str, shape: type[BaseModel], form: str = "json_schema") -> dict:
+    """Structured output for answers of `shape`, in `form` (model_use.SCHEMA_FORMS)."""
+    return schema_format(name, strict_schema(shape), form)
+
+
+def schema_format(name: str, schema: dict, form: str) -> dict:
+    """json_schema: OpenAI's, as Ollama, llama.cpp's llama-server and vLLM take
+    it; json_object: the schema beside the type, as llama-cpp-python's server
+    takes it."""
+    if form == "json_object":
+        return {"type": "json_object", "schema": schema}
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
+
+
+def schema_of(fmt: dict) -> tuple[str, dict]:
+    """The name and schema a response_format asks for, in either form."""
+    if fmt["type"] == "json_schema":
+        return fmt["json_schema"]["name"], fmt["json_schema"]["schema"]
+    return "answer", fmt["schema"]
 
 
 def strict_schema(shape: type[BaseModel]) -> dict:

@@ -31,6 +31,9 @@ STAGE_OF_CALL = {"plan": "planning", "screen": "screening", "review": "review", 
 DOING = {"plan": "planning", "screen": "screening titles", "review": "reviewing sources",
          "synthesis": "writing the synthesis", "model": "modeling"}
 MIN_CALL_SECONDS = 1.0  # less model time than this left: the budget is spent
+# How a call asks for JSON of a schema: OpenAI's json_schema (Ollama, llama.cpp's
+# llama-server, vLLM), then json_object with the schema beside it (llama-cpp-python's server).
+SCHEMA_FORMS = ("json_schema", "json_object")
 
 
 @dataclass(frozen=True)
@@ -50,7 +53,8 @@ class ModelUse:
         self.calls = self.failures = self.unusable_answers = 0
         self.seconds = 0.0
         self.prompt_tokens = self.completion_tokens = 0
-        self.structured = True
+        # the forms of response_format the endpoint has not refused, the one to ask with first
+        self.schema_forms: list[str] = list(SCHEMA_FORMS)
         self.stopped: str | None = None  # why the model is not called again, once it is not
         self.notes: list[str] = []
         # per kind of call, its answers: taken as written, repaired first, or unusable
@@ -114,13 +118,21 @@ class ModelUse:
                 self.stopped = (f"the model at {self.where} gave {answers}, the last while "
                                 f"{DOING.get(kind, kind)} ({reason})")
 
-    def schema_refused(self, reason: str) -> None:
-        """The endpoint refused `response_format`: the rest of the run asks without it."""
+    @property
+    def structured(self) -> bool:
+        """Whether calls still ask for their schema by response_format."""
+        return bool(self.schema_forms)
+
+    def schema_refused(self, form: str, reason: str) -> None:
+        """The endpoint refused response_format of `form`: the rest of the
+        run asks with the next form, or without a schema once none is left."""
         with self._lock:
-            if self.structured:
-                self.structured = False
-                self.notes.append(f"the model at {self.where} refused response_format ({reason}); the run's "
-                                  "further calls ask for JSON without a schema")
+            if form in self.schema_forms:
+                self.schema_forms.remove(form)
+                then = (f"ask with response_format {self.schema_forms[0]}" if self.schema_forms
+                        else "ask for JSON without a schema")
+                self.notes.append(f"the model at {self.where} refused response_format {form} ({reason}); the "
+                                  f"run's further calls {then}")
 
     # -- what the run says of it
     @property
@@ -146,7 +158,7 @@ class ModelUse:
                     "seconds": round(self.seconds, 1), "prompt_tokens": self.prompt_tokens,
                     "completion_tokens": self.completion_tokens,
                     "budget": {"seconds": self.limits.seconds, "tokens": self.limits.tokens},
-                    "structured_output": self.structured,
+                    "structured_output": self.schema_forms[0] if self.schema_forms else False,
                     "answers": {kind: dict(counts) for kind, counts in self.answers.items()},
                     "without_model": without, "notes": list(self.notes)}
 

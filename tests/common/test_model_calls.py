@@ -70,7 +70,7 @@ def test_each_kind_of_call_sends_its_max_tokens_the_stop_and_its_schema(server):
         schema = wanted["json_schema"]["schema"]
         assert set(schema["required"]) == set(ANSWERS[kind]) and schema["additionalProperties"] is False
     record = llm.use.record()
-    assert record["calls"] == 5 and record["without_model"] is None and record["structured_output"] is True
+    assert record["calls"] == 5 and record["without_model"] is None and record["structured_output"] == "json_schema"
     assert record["prompt_tokens"] == 5 * 210 and record["completion_tokens"] == 5 * 90
     assert record["answers"] == {kind: {"as_written": 1} for kind in TOKENS}
 
@@ -89,18 +89,36 @@ def test_json_a_small_model_breaks_is_repaired_used_and_counted_as_repaired(serv
 @pytest.mark.parametrize("server", [("no_schema", 0.0)], indirect=True)
 def test_a_server_that_refuses_response_format_is_asked_without_it_for_the_rest_of_the_run(server):
     llm = run_model(server)
-    assert plan(llm).planner == "llm"  # asked again without the schema, and answered
+    assert plan(llm).planner == "llm"  # asked again in the other form, then without the schema, and answered
     kept, drops = coarse_filter(QUESTION, candidates(2), llm)
-    assert [("response_format" in body) for body in server.bodies] == [True, False, False]
+    asked = [(body.get("response_format") or {}).get("type") for body in server.bodies]
+    assert asked == ["json_schema", "json_object", None, None]
     assert len(kept) == 2 and not drops
     record = llm.use.record()
     assert record["structured_output"] is False and record["without_model"] is None
-    [note] = record["notes"]
-    assert note.startswith(f"the model at {server.base} refused response_format (HTTP 400: ")
+    assert [note.split(" (HTTP 400: ")[0] for note in record["notes"]] == [
+        f"the model at {server.base} refused response_format json_schema",
+        f"the model at {server.base} refused response_format json_object"]
 
     another_run = run_model(server)  # a run of its own asks with the schema again
     plan(another_run)
-    assert "response_format" in server.bodies[-2] and "response_format" not in server.bodies[-1]
+    assert (server.bodies[-3].get("response_format") or {}).get("type") == "json_schema"
+
+
+@pytest.mark.parametrize("server", [("json_object", 0.0)], indirect=True)
+def test_a_server_that_takes_the_schema_as_json_object_gets_it_so_at_once_and_never_twice(server):
+    llm = run_model(server, http_retries=3)
+    assert plan(llm).planner == "llm"
+    kept, _ = coarse_filter(QUESTION, candidates(2), llm)
+    asked = [body.get("response_format") for body in server.bodies]
+    assert [f["type"] for f in asked] == ["json_schema", "json_object", "json_object"]  # its 500 is not retried
+    assert asked[1]["schema"] == asked[0]["json_schema"]["schema"]
+    assert set(asked[2]["schema"]["required"]) == set(ANSWERS["screen"]) and len(kept) == 2
+    record = llm.use.record()
+    assert record["structured_output"] == "json_object" and record["without_model"] is None
+    [note] = record["notes"]
+    assert "refused response_format json_schema (HTTP 500: " in note and note.endswith(
+        "the run's further calls ask with response_format json_object")
 
 
 @pytest.mark.parametrize("server", [("slow_start", 1.0)], indirect=True)
