@@ -17,8 +17,8 @@ from flows.research_checks import ResearchRefused, check_request
 from schemas.request import ResearchRequest
 from tasks.common.settings import Settings
 from tasks.lake.files import run_logs_root
-from tasks.progress.events import runs_of_task
-from tasks.progress.web.app import LaunchRefused
+from tasks.server.events import runs_of_task
+from tasks.server.web.app import LaunchRefused
 
 
 class ResearchLauncher:

@@ -23,7 +23,7 @@ from schemas.request import ResearchRequest
 from schemas.errors import UserError
 from tasks.common.settings import Settings
 from tasks.lake.files import run_logs_root
-from tasks.progress.events import events_path, parse_line, runs_of_task
+from tasks.server.events import events_path, parse_line, runs_of_task
 
 FIRST_EVENT_DEADLINE = 300.0  # s for a started run to write its first event (Prefect may still be starting)
 POLL_SECONDS = 0.1

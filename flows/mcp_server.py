@@ -73,7 +73,7 @@ def any_library(asked: str | None) -> str | None:
 
 def offered_libraries_only(settings: Settings) -> LibraryRule:
     """Over HTTP, as on the page: the default library or a folder the server offers."""
-    from tasks.progress.web.app import offered_library
+    from tasks.server.web.app import offered_library
     return lambda asked: offered_library(settings, asked)
 
 
@@ -352,7 +352,7 @@ class McpEndpoint:
     """The server at /mcp of `searchlake serve`, over streamable HTTP: an
     ASGI app behind serve's guards (the Host, the token, where a request
     that changes something comes from), and the SDK's session manager, which
-    runs while serve serves (tasks/progress/serve.py, Endpoint)."""
+    runs while serve serves (tasks/server/serve.py, Endpoint)."""
 
     path = "/mcp"
 

@@ -13,7 +13,7 @@ from tasks.common.settings import Settings
 from tasks.governance.runs import INTERRUPTED, ClosedRun, RunRecord, close_dead_runs
 from tasks.governance.trace import TraceLog
 from tasks.lake.files import run_logs_root
-from tasks.progress.events import EventLog, ProgressTracker, end_log, events_path
+from tasks.server.events import EventLog, ProgressTracker, end_log, events_path
 
 # (stepType, weight, label) of the progress bar a UI follows
 STEPS = [("plan", 0.05, "planning queries"), ("index", 0.05, "indexing the library"),

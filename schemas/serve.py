@@ -12,7 +12,7 @@ from schemas.request import ResearchRequest
 
 
 class HandoffRequest(ResearchRequest):
-    # the server runs the request only with the same settings as the command (tasks/progress/handoff.py)
+    # the server runs the request only with the same settings as the command (tasks/server/handoff.py)
     fingerprint: str
 
     def request(self) -> ResearchRequest:

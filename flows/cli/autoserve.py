@@ -3,7 +3,7 @@ its run to, the way build tools keep a daemon: the first command of some
 settings starts a server of those settings in the background (its own
 session, 127.0.0.1, a free port, output appended to `<home>/serve.log`),
 later commands of the same settings find it through its record
-(`<home>/serve-<pid>.json`, tasks/progress/handoff.py), and the server stops
+(`<home>/serve-<pid>.json`, tasks/server/handoff.py), and the server stops
 by itself once it has had nothing to do for SEARCHLAKE_SERVE_IDLE_MINUTES.
 Commands of other settings get a server of their own, beside it; none runs
 in a server of other settings. SEARCHLAKE_AUTOSERVE=false turns the starting
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from flows.cli.common import err
 from tasks.common.settings import Settings
-from tasks.progress.handoff import ServeRecord
+from tasks.server.handoff import ServeRecord
 
 LOG = "serve.log"
 LOCK = "serve.lock"

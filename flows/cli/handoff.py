@@ -21,7 +21,7 @@ def hand_off(config: Settings, request: ResearchRequest, details: bool = False) 
     settings (started now when there is none, see flows/cli/autoserve.py);
     None when the run is to run here."""
     from flows.cli.autoserve import server_for
-    from tasks.progress.handoff import fingerprint
+    from tasks.server.handoff import fingerprint
     record = server_for(config)
     if record is None:
         return None
@@ -62,7 +62,7 @@ def follow_in_terminal(config: Settings, task_id: str, run_id: str, server_pid: 
     event (or until the server running it is gone)."""
     from flows.cli.console import TerminalObserver
     from tasks.lake.files import run_logs_root
-    from tasks.progress.events import events_path
+    from tasks.server.events import events_path
     path = events_path(run_logs_root(config), task_id, run_id)
     with TerminalObserver(err, details) as watch, open(path, encoding="utf-8") as handle:
         drawing = _Drawing(watch)
@@ -72,7 +72,7 @@ def follow_in_terminal(config: Settings, task_id: str, run_id: str, server_pid: 
 
 def _events_until_the_last(handle: TextIO, task_id: str, server_pid: int) -> Iterator:
     """The run's events as the server appends them, up to (not with) its terminal one."""
-    from tasks.progress.events import parse_line
+    from tasks.server.events import parse_line
     for line in _whole_lines(handle, task_id, server_pid):
         event = parse_line(line)
         if event is None:

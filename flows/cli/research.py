@@ -249,8 +249,8 @@ def serve(
     Model Context Protocol (/mcp); `searchlake research` runs in this server while it is up."""
     from flows.cli.autoserve import declare_run_settings
     from flows.launcher import ResearchLauncher
-    from tasks.progress.handoff import ServeRecord, fingerprint, new_key, remove_record
-    from tasks.progress.serve import ServeError, make_server
+    from tasks.server.handoff import ServeRecord, fingerprint, new_key, remove_record
+    from tasks.server.serve import ServeError, make_server
     if idle_minutes is not None and not idle_minutes > 0:
         raise UserError(f"--idle-minutes must be more than 0, not {idle_minutes:g}")
     config = settings()

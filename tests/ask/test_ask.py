@@ -26,7 +26,7 @@ from schemas.ask import AskOptions
 from tasks.ask.single_shot import ASK_STEP, ASK_STEPS, AskBudgetExceeded, AskError, ask
 from tasks.lake.catalog import open_catalog
 from tasks.common.settings import Settings
-from tasks.progress.events import ProgressTracker
+from tasks.server.events import ProgressTracker
 
 KEY = "sk-or-v1-test-secret-4f7c2a9e1b3d5f60"
 BASE = "https://openrouter.test/api/v1"

@@ -72,7 +72,7 @@ def run_row(lake, task_id: str) -> dict | None:
 def searching(settings, task_id: str) -> bool:
     """The run's progress events say its search started (it waits there)."""
     from tasks.lake.files import run_logs_root
-    from tasks.progress.events import read_events
+    from tasks.server.events import read_events
     return any(event.step_type == "deep_search" for path in run_logs_root(settings).glob(f"**/task_id={task_id}/**/events.jsonl")
                for event in read_events(path))
 
@@ -105,7 +105,7 @@ def test_a_killed_research_process_reads_interrupted_everywhere_within_its_lease
     assert tasks.returncode == 0, tasks.stderr
     assert [(r["task_id"], r["last_status"]) for r in json.loads(tasks.stdout)] == [("killed", "interrupted")]
 
-    from tasks.progress.serve import build_app, make_server
+    from tasks.server.serve import build_app, make_server
     with TestClient(build_app(settings), base_url="http://127.0.0.1") as page:
         home, task = page.get("/"), page.get("/tasks/killed")
     assert home.status_code == task.status_code == 200

@@ -17,7 +17,7 @@ import time
 import pytest
 from starlette.testclient import TestClient
 
-from tasks.progress.serve import build_app
+from tasks.server.serve import build_app
 from tests.conftest import LakeDriver
 from tests.lake.test_concurrency import write_bundles
 

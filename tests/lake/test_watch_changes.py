@@ -99,7 +99,7 @@ def test_analysts_read_the_changes_view_and_the_page_shows_it(rounds, new_item, 
     assert watches.stdout.splitlines() == ["name,topic", "notes,watch-notes"]
 
     from flows.launcher import ResearchLauncher
-    from tasks.progress.serve import make_server
+    from tasks.server.serve import make_server
     with make_server(settings, "127.0.0.1", 0, ResearchLauncher(settings)) as server:
         page = httpx.get(f"{server.url}/tasks/{WATCH.topic}", timeout=30)
     assert page.status_code == 200

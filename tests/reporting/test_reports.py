@@ -217,7 +217,7 @@ def test_a_documents_control_and_bidi_characters_reach_no_reader(settings, tmp_p
     from schemas.report import ResearchReport
     from tasks.common.settings import Settings
     from tasks.lake.landing import land_bundles
-    from tasks.progress.serve import build_app
+    from tasks.server.serve import build_app
     from tasks.reporting.terminal import answer_lines
     from tasks.retrieval.providers.registry import build_provider, provider_class
     from tasks.retrieval.search import route, search_bundle

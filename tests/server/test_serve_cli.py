@@ -25,8 +25,8 @@ from tests.research_helpers import BUDGET_ENV, FIXTURES, PROVIDER_KEYS, QUESTION
 from tasks.common.settings import Settings
 from flows.cli.autoserve import LOG
 from tasks.lake.files import run_logs_root
-from tasks.progress.events import events_path, read_events
-from tasks.progress.handoff import ServeRecord, fingerprint, record_path, run_values
+from tasks.server.events import events_path, read_events
+from tasks.server.handoff import ServeRecord, fingerprint, record_path, run_values
 
 
 @pytest.fixture

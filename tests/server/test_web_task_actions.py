@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 from starlette.testclient import TestClient
-from tests.progress.test_serve_input import Recorder
-from tests.progress.web_helpers import (RUN_PAGE, browser, fill_research_form, tabs,  # noqa: F401 (fixtures)
+from tests.server.test_serve_input import Recorder
+from tests.server.web_helpers import (RUN_PAGE, browser, fill_research_form, tabs,  # noqa: F401 (fixtures)
                                         web)
 from tests.research_helpers import QUESTION
 
@@ -21,8 +21,8 @@ from flows.run_view import RunView
 from tasks.common.settings import Settings
 from tasks.governance.runs import run_started
 from tasks.lake.catalog import open_catalog
-from tasks.progress.serve import build_app
-from tasks.progress.web.pages import AskedBefore, asked_before
+from tasks.server.serve import build_app
+from tasks.server.web.pages import AskedBefore, asked_before
 from tasks.reporting.report import load_report, publish_report
 
 CHINESE_TASK = "r20261127-190603-刹车片多久换一次-75b2"

@@ -28,9 +28,9 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from tasks.common.settings import Settings
-from tasks.progress.web.guards import Access
-from tasks.progress.web.launching import Launcher, LaunchRefused, LibraryRefused, offered_library
-from tasks.progress.web.routes import HERE, Pages
+from tasks.server.web.guards import Access
+from tasks.server.web.launching import Launcher, LaunchRefused, LibraryRefused, offered_library
+from tasks.server.web.routes import HERE, Pages
 
 __all__ = ["Launcher", "LaunchRefused", "LibraryRefused", "offered_library", "page_routes"]
 

@@ -14,15 +14,15 @@ from starlette.testclient import TestClient
 
 from schemas.request import BudgetRequest, ResearchRequest
 from tasks.common.settings import Settings
-from tasks.progress.handoff import fingerprint
-from tasks.progress.serve import build_app, make_server
-from tasks.progress.web import routes
+from tasks.server.handoff import fingerprint
+from tasks.server.serve import build_app, make_server
+from tasks.server.web import routes
 
 PAGE = {"Origin": "http://127.0.0.1"}  # what the page's own forms and scripts send
 JSON = {"content-type": "application/json"}
 FORM = {"content-type": "application/x-www-form-urlencoded"}
 NESTED = b"[" * 100_000 + b"]" * 100_000
-SALT = "the server's salt"  # of its settings' fingerprint (tasks/progress/handoff.py)
+SALT = "the server's salt"  # of its settings' fingerprint (tasks/server/handoff.py)
 
 
 class Recorder:

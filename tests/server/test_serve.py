@@ -14,8 +14,8 @@ import httpx
 import pytest
 
 from tasks.common.settings import Settings
-from tasks.progress.events import EventLog, ProgressTracker
-from tasks.progress.serve import make_server
+from tasks.server.events import EventLog, ProgressTracker
+from tasks.server.serve import make_server
 
 STEPS = [("plan", 1, "Plan"), ("deep_search", 2, "Search")]
 

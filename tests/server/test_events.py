@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from schemas.events import EventPayload, ProgressEvent
 from tasks.lake.files import run_logs_root
-from tasks.progress.events import EventLog, ProgressTracker, list_runs, read_events
+from tasks.server.events import EventLog, ProgressTracker, list_runs, read_events
 
 STEPS = [("plan", 1, "Plan"), ("deep_search", 3, "Deep search", "search"), ("reporting", 1, "Report")]
 

@@ -29,10 +29,10 @@ from schemas.errors import TransientError
 from tasks.common.settings import Settings
 from tasks.common.text import printable
 from tasks.lake.files import run_logs_root
-from tasks.progress.events import list_runs, runs_of_task
-from tasks.progress.handoff import fingerprint
-from tasks.progress.web.guards import SESSION_COOKIE, Access
-from tasks.progress.web.launching import (
+from tasks.server.events import list_runs, runs_of_task
+from tasks.server.handoff import fingerprint
+from tasks.server.web.guards import SESSION_COOKIE, Access
+from tasks.server.web.launching import (
     HOW_TO_OFFER_A_FOLDER,
     Launcher,
     LaunchRefused,
@@ -43,7 +43,7 @@ from tasks.progress.web.launching import (
     offered_library,
     start_research,
 )
-from tasks.progress.web.pages import UnknownTaskPage, asked_before, home_page, stored_report, task_page
+from tasks.server.web.pages import UnknownTaskPage, asked_before, home_page, stored_report, task_page
 from tasks.reporting.report import ReportNotFound
 
 HERE = Path(__file__).resolve().parent
@@ -93,7 +93,7 @@ class Pages:
         self.settings, self.launcher, self.access = settings, launcher, access
         self.templates = _templates()
         self.root = run_logs_root(settings)
-        # a command hands its run over only with this server's settings (tasks/progress/handoff.py)
+        # a command hands its run over only with this server's settings (tasks/server/handoff.py)
         self.own_fingerprint = fingerprint(settings, fingerprint_salt) if fingerprint_salt else None
         self.libraries = library_choices(settings)
 

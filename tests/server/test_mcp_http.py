@@ -22,11 +22,11 @@ from starlette.testclient import TestClient
 from flows.launcher import ResearchLauncher
 from flows.mcp_server import McpEndpoint, build_server, offered_libraries_only
 from tasks.common.settings import Settings
-from tasks.progress.serve import build_app
-from tasks.progress.web.guards import CROSS_SITE
-from tasks.progress.web.launching import HOW_TO_OFFER_A_FOLDER
+from tasks.server.serve import build_app
+from tasks.server.web.guards import CROSS_SITE
+from tasks.server.web.launching import HOW_TO_OFFER_A_FOLDER
 from tests.mcp_helpers import RESEARCH_TIMEOUT, Progress, http_transport, mcp_session, text_of
-from tests.progress.test_serve_cli import wait_for_record
+from tests.server.test_serve_cli import wait_for_record
 from tests.research_helpers import BUDGET_ENV, PROVIDER_KEYS, QUESTION, write_library
 
 REPO = Path(__file__).resolve().parents[2]

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import re
 
-from tests.progress.web_helpers import (RUN_PAGE, TASK_PAGE, Page, browser, completion,  # noqa: F401 (fixtures)
+from tests.server.web_helpers import (RUN_PAGE, TASK_PAGE, Page, browser, completion,  # noqa: F401 (fixtures)
                                         fill_research_form, tabs, timeline, web)
 from tests.research_helpers import QUESTION
 
 from flows.run_view import STEPS
 from tasks.common.settings import Settings
-from tasks.progress.events import EventLog, ProgressTracker
-from tasks.progress.serve import make_server
+from tasks.server.events import EventLog, ProgressTracker
+from tasks.server.serve import make_server
 
 
 def test_research_from_the_form_to_the_report_and_a_citation(prefect_engine, web, tabs):

@@ -11,11 +11,11 @@ from typing import Any
 from schemas.report import Insight, ResearchReport
 from tasks.common.settings import Settings
 from tasks.lake.catalog import open_catalog
-from tasks.progress.web import charts
+from tasks.server.web import charts
 from tasks.reporting.layout import answer_of, caution
 from tasks.reporting.report import ReportNotFound, load_report
 from schemas.errors import UserError
-from tasks.progress.web.launching import LaunchRefused
+from tasks.server.web.launching import LaunchRefused
 
 RUNS_SHOWN = 50
 SOURCES_SHOWN = 200

@@ -16,7 +16,7 @@ from tests.research_helpers import BUDGET_ENV, PROVIDER_KEYS, QUESTION, write_li
 
 from flows.launcher import ResearchLauncher
 from tasks.common.settings import Settings
-from tasks.progress.serve import make_server
+from tasks.server.serve import make_server
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",

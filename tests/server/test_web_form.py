@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import re
 
-from tests.progress.web_helpers import RUN_PAGE, browser, fill_research_form, tabs, web  # noqa: F401 (fixtures)
+from tests.server.web_helpers import RUN_PAGE, browser, fill_research_form, tabs, web  # noqa: F401 (fixtures)
 from tests.research_helpers import QUESTION
 
-from tasks.progress.web.launching import HOW_TO_OFFER_A_FOLDER
+from tasks.server.web.launching import HOW_TO_OFFER_A_FOLDER
 
 # what Chromium logs for a page answered with 400 (a refused form), and nothing else may be logged
 REFUSED = "Failed to load resource: the server responded with a status of 400 (Bad Request)"

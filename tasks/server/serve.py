@@ -3,7 +3,7 @@
     GET  /health                          {"status": "ok", "home": ...}
     GET  /runs                            runs that have an events file (JSON)
     GET  /runs/{task_id}/{run_id}/events  text/event-stream of the run's events
-    and the pages of tasks/progress/web/app.py, and the endpoints it is given
+    and the pages of tasks/server/web/app.py, and the endpoints it is given
     (/mcp: the Model Context Protocol, flows/mcp_server.py).
 
 The stream sends each JSONL line of the run's log as `id: N` + `data: {json}`
@@ -21,7 +21,7 @@ Starlette (with sse-starlette for the stream) under uvicorn. It binds to
 SEARCHLAKE_SERVE_TOKEN set: every request must then carry the token. It
 answers only requests addressed to its allowed host names
 (SEARCHLAKE_SERVE_ALLOWED_HOSTS, DNS rebinding) and refuses requests from
-other sites that change something (tasks/progress/web/guards.py).
+other sites that change something (tasks/server/web/guards.py).
 """
 
 from __future__ import annotations
@@ -47,11 +47,11 @@ from starlette.types import Receive, Scope, Send
 
 from tasks.common.settings import Settings, secret_value
 from tasks.lake.files import run_logs_root
-from tasks.progress.events import events_path, follow_events, list_runs
-from tasks.progress.request_deadline import with_request_deadline
-from tasks.progress.web.app import Launcher, page_routes
-from tasks.progress.web.pages import run_interruption
-from tasks.progress.web.guards import Access, protect
+from tasks.server.events import events_path, follow_events, list_runs
+from tasks.server.request_deadline import with_request_deadline
+from tasks.server.web.app import Launcher, page_routes
+from tasks.server.web.pages import run_interruption
+from tasks.server.web.guards import Access, protect
 from schemas.errors import UserError
 
 KEEPALIVE_SECONDS = 15.0
@@ -79,7 +79,7 @@ def build_app(settings: Settings, launcher: Launcher | None = None, *, host: str
               keepalive: float = KEEPALIVE_SECONDS, ask_every: float = ASK_EVERY_SECONDS,
               endpoints: Sequence[Endpoint] = ()) -> Starlette:
     """The app of a server bound to `host`; `owner_key` is the key of its
-    record (tasks/progress/handoff.py), which its own user's commands carry,
+    record (tasks/server/handoff.py), which its own user's commands carry,
     and `fingerprint_salt` the salt of its settings' fingerprint there
     (without one, it runs no handed-over run); `endpoints` are served beside
     the page."""

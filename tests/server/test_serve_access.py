@@ -14,14 +14,14 @@ import pytest
 from starlette.testclient import TestClient
 
 from tasks.common.settings import Settings
-from tasks.progress.handoff import fingerprint
-from tasks.progress.serve import ServeError, build_app, make_server
-from tasks.progress.web.guards import SESSION_COOKIE
-from tests.progress.test_serve_input import Recorder
+from tasks.server.handoff import fingerprint
+from tasks.server.serve import ServeError, build_app, make_server
+from tasks.server.web.guards import SESSION_COOKIE
+from tests.server.test_serve_input import Recorder
 
 TOKEN = "correct-horse-battery-staple-42"
 OWNER_KEY = "key-of-the-process-that-runs-the-server"
-SALT = "the server's salt"  # of its settings' fingerprint (tasks/progress/handoff.py)
+SALT = "the server's salt"  # of its settings' fingerprint (tasks/server/handoff.py)
 
 
 @pytest.fixture

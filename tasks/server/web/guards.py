@@ -155,7 +155,7 @@ class Access:
     as `Authorization: Bearer <token>`, or carries the session cookie the
     login form sets (an HMAC of the token: the cookie proves the token
     without being it). The server's own user carries the server's key
-    (tasks/progress/handoff.py, ServeRecord.key) instead."""
+    (tasks/server/handoff.py, ServeRecord.key) instead."""
 
     def __init__(self, token: str | None, owner_key: str | None = None):
         self.token = token
