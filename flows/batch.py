@@ -22,7 +22,7 @@ from schemas.batch import (QuestionFile, QuestionFileError, QuestionRow, batch_i
                            question_task_id)
 from schemas.request import BudgetRequest, RequestError, ResearchRequest
 from tasks.common.settings import Settings
-from tasks.governance.batch import answered_tasks, read_questions, record_batch, rows_of_records
+from tasks.records.batch import answered_tasks, read_questions, record_batch, rows_of_records
 
 MAX_CONCURRENCY = 8  # research runs at once in one process: each holds a thread pool of its own
 

@@ -37,15 +37,15 @@ from schemas.request import ResearchRequest
 from tasks.common.llm import LLMConfig
 from tasks.common.settings import Settings, research_settings
 from tasks.lake.catalog import commit_scope
-from tasks.governance.gates import (build_output, filter_sufficiency, output_check, search_completeness, sized_target,
+from tasks.selection.gates import (build_output, filter_sufficiency, output_check, search_completeness, sized_target,
                                     threshold, unused_keywords)
 from tasks.common.http import make_client
 from tasks.common.text import counted
-from tasks.governance.preflight import preflight
+from tasks.selection.preflight import preflight
 from tasks.retrieval.providers.registry import enabled_names, provider_class
-from tasks.governance.filters import aggregate_publishers
-from tasks.governance.heartbeat import keep_alive, lease_seconds
-from tasks.governance.runs import INTERRUPTED, published_report, record_outcome, run_finished, run_started
+from tasks.selection.filters import aggregate_publishers
+from tasks.records.heartbeat import keep_alive, lease_seconds
+from tasks.records.runs import INTERRUPTED, published_report, record_outcome, run_finished, run_started
 from tasks.retrieval.search import SearchCall, route
 from schemas.errors import UserError
 

@@ -66,7 +66,7 @@ def check_request(request: ResearchRequest, option_names: Mapping[str, str] = BU
 def check_prerequisites(library: Path | None, names: list[str] | None, max_results: int | None) -> None:
     """Keys, URLs and folders the chosen providers need (pre-flight)."""
     from tasks.common.settings import research_settings
-    from tasks.governance.preflight import PreflightError, preflight
+    from tasks.selection.preflight import PreflightError, preflight
     from tasks.retrieval.providers.registry import enabled_names
     config = research_settings(str(library) if library else None, names, max_results)
     try:

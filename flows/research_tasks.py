@@ -19,10 +19,10 @@ from tasks.lake.consolidation import ConsolidationReport, consolidate
 from tasks.lake.arrivals import land_as_it_arrives
 from tasks.common.llm import LLMConfig
 from tasks.retrieval.planning import PlanOutcome, plan_question
-from tasks.governance.policy import load_policy
+from tasks.selection.policy import load_policy
 from tasks.retrieval.providers.registry import build_provider, enabled_names, provider_class
-from tasks.governance.filters import StageOutput, coarse_filter, hard_filter, load_candidates
-from tasks.governance.quality import page_fetcher, quality_filter
+from tasks.selection.filters import StageOutput, coarse_filter, hard_filter, load_candidates
+from tasks.selection.quality import page_fetcher, quality_filter
 from tasks.reporting.report import publish_report, render_markdown
 from tasks.retrieval.plan_store import (QuestionMismatch, landed_query_ids, log_skipped_files, store_plan,
                                   stored_plan)

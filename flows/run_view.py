@@ -10,8 +10,8 @@ from typing import Iterator
 from flows import observer
 from schemas.governance import GateResult
 from tasks.common.settings import Settings
-from tasks.governance.runs import INTERRUPTED, ClosedRun, RunRecord, close_dead_runs
-from tasks.governance.trace import TraceLog
+from tasks.records.runs import INTERRUPTED, ClosedRun, RunRecord, close_dead_runs
+from tasks.records.trace import TraceLog
 from tasks.lake.files import run_logs_root
 from tasks.server.events import EventLog, ProgressTracker, end_log, events_path
 
@@ -93,7 +93,7 @@ class RunView:
 
 
 def end_dead_runs(settings: Settings) -> list[ClosedRun]:
-    """Close the runs whose process died (tasks.governance.runs.close_dead_runs)
+    """Close the runs whose process died (tasks.records.runs.close_dead_runs)
     and end what watches them: the trace gets its last line (and sends the
     rows it lacked), the progress events their final event (the error of an
     interrupted run), so that a page following the run stops."""

@@ -1,7 +1,7 @@
 """A batch: a list of questions researched as one job, each question as its
 own research task. The question file's rows, the batch's identity and each
 question's task id (both stable: running the same batch again finds the same
-tasks) are defined here; reading the file is tasks/governance/batch.py."""
+tasks) are defined here; reading the file is tasks/records/batch.py."""
 
 from __future__ import annotations
 

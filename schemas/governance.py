@@ -252,7 +252,7 @@ class Publisher:
     """Who published the selected sources (the run's publishers stage).
 
     `publisher` is the URL's host without a leading "www." (see
-    tasks.governance.filters.publisher_of), not the registrable domain: the registrable
+    tasks.selection.filters.publisher_of), not the registrable domain: the registrable
     domain needs the public-suffix list, and the host is the better unit
     anyway: docs.python.org and peps.python.org, or two github.io sites,
     are different outlets. `file:` URLs are all "local library"."""

@@ -19,7 +19,7 @@ def research_batch(path: Path, concurrency: int, name: str | None, library: Path
     from flows.research_checks import ResearchRefused
     from schemas.batch import QuestionFileError
     from schemas.request import RequestError
-    from tasks.governance.batch import read_questions
+    from tasks.records.batch import read_questions
     if not 1 <= concurrency <= MAX_CONCURRENCY:
         raise UserError(f"--concurrency must be between 1 and {MAX_CONCURRENCY}, not {concurrency}")
     defaults = BatchDefaults(str(library) if library else None,

@@ -94,7 +94,7 @@ def run_here(request, details: bool = False) -> int:
 def print_run_outcome(trace_id: str, failure: str | None, details: bool = False) -> int:
     """The answer (or, for a run that failed, why), how the run went in a few
     lines and where everything is; the exit status."""
-    from tasks.governance.runs import RunSummary
+    from tasks.records.runs import RunSummary
     config = settings()
     summary = RunSummary.load(config, trace_id)
     if summary is None:
@@ -142,7 +142,7 @@ def policy(
     from rich.table import Table
     from schemas.governance import PolicyError
     from tasks.lake.catalog import open_catalog
-    from tasks.governance.policy import list_policies, parse_assignments, set_policy
+    from tasks.selection.policy import list_policies, parse_assignments, set_policy
     try:
         with open_catalog(settings(), "policy") as catalog:
             if set_:

@@ -15,8 +15,8 @@ import pytest
 from schemas.governance import Policy
 from tasks.common.llm import STOP, LLMConfig
 from tasks.common.settings import Settings
-from tasks.governance.filters import Candidate, coarse_filter
-from tasks.governance.quality import quality_filter
+from tasks.selection.filters import Candidate, coarse_filter
+from tasks.selection.quality import quality_filter
 from tasks.reporting.report import compose_report
 from tasks.retrieval.planning import plan_question
 from tasks.synthesis.extractive import extractive_synthesis

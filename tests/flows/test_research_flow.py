@@ -300,7 +300,7 @@ def test_search_goes_deeper_until_it_reaches_the_candidate_target(research):
 
 def test_search_completeness_abort_fails_the_run_and_names_the_gate(research):
     from flows.research import GateAbort
-    from tasks.governance.runs import RunSummary
+    from tasks.records.runs import RunSummary
     with pytest.raises(GateAbort, match="only 0 candidate sources"):
         research.run("Which whales sing the longest songs?", task_id="toofew", target=10)
     row = research.run_row("toofew")

@@ -12,7 +12,7 @@ import pytest
 from rich.cells import cell_len
 
 from schemas.governance import Budget
-from tasks.governance.runs import finish_run, start_run
+from tasks.records.runs import finish_run, start_run
 from tasks.reporting.report import publish_report
 from tests.report_helpers import PLAN
 

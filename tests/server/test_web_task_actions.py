@@ -19,7 +19,7 @@ from tests.research_helpers import QUESTION
 
 from flows.run_view import RunView
 from tasks.common.settings import Settings
-from tasks.governance.runs import run_started
+from tasks.records.runs import run_started
 from tasks.lake.catalog import open_catalog
 from tasks.server.serve import build_app
 from tasks.server.web.pages import AskedBefore, asked_before

@@ -20,11 +20,11 @@ from schemas.governance import Budget, Drop, GateResult, Policy
 from tasks.lake.catalog import open_catalog
 from tasks.lake.commits import commit_scope
 from tasks.common.settings import Settings
-from tasks.governance.gates import build_output
-from tasks.governance.filters import Candidate, aggregate_publishers
+from tasks.selection.gates import build_output
+from tasks.selection.filters import Candidate, aggregate_publishers
 from tasks.common.processes import ProcessIdentity
-from tasks.governance.runs import RunSummary, close_dead_runs, finish_run, record_outcome, start_run
-from tasks.governance.trace import TraceLog, trace_path
+from tasks.records.runs import RunSummary, close_dead_runs, finish_run, record_outcome, start_run
+from tasks.records.trace import TraceLog, trace_path
 
 TASK = "t1"
 
@@ -275,8 +275,8 @@ DYING_RUN = """
 import os, signal, sys
 from schemas.governance import Budget
 from tasks.common.settings import Settings
-from tasks.governance.runs import start_run
-from tasks.governance.trace import TraceLog
+from tasks.records.runs import start_run
+from tasks.records.trace import TraceLog
 settings = Settings()
 start_run(settings, sys.argv[1], "t1", "Why?", None, "default", Budget())
 TraceLog(settings, "t1", sys.argv[1]).run("running")
@@ -372,7 +372,7 @@ def test_a_catalog_made_before_runs_recorded_their_process_gains_the_columns(lak
 
 def test_a_run_past_its_lease_reads_interrupted_and_a_heartbeat_brings_it_back(lake, settings, trace_id):
     import time
-    from tasks.governance.heartbeat import beat
+    from tasks.records.heartbeat import beat
     start_run(settings, trace_id, TASK, "Why?", None, "default", Budget(), lease_seconds=3)
     assert status_of(lake, trace_id)["status"] == "running"  # within its lease
     time.sleep(3.5)
@@ -399,7 +399,7 @@ def test_an_ended_run_and_a_run_recorded_without_a_lease_are_never_judged(lake, 
 
 def test_runs_in_progress_beat_together_and_stop_when_they_end(lake, settings, monkeypatch):
     import time
-    from tasks.governance.heartbeat import _beating_for, keep_alive
+    from tasks.records.heartbeat import _beating_for, keep_alive
     from tasks.lake.history import lake_history
     monkeypatch.setenv("SEARCHLAKE_RUN_HEARTBEAT_SECONDS", "0.2")
     beating = Settings()

@@ -8,9 +8,9 @@ import copy
 import pytest
 
 from schemas.governance import Policy
-from tasks.governance.gates import (build_output, filter_sufficiency, output_check, search_completeness, threshold,
+from tasks.selection.gates import (build_output, filter_sufficiency, output_check, search_completeness, threshold,
                          unused_keywords)
-from tasks.governance.filters import Candidate, aggregate_publishers
+from tasks.selection.filters import Candidate, aggregate_publishers
 
 POLICY = Policy()  # x2.0 pass, x1.2 warn, 0.8 near ratio
 

@@ -2,7 +2,7 @@
 a line of the run's trace.jsonl and as a `run_events` row.
 
 A run's trace lines become rows in the commits of the run's own records
-(RunRecord: its start, its outcome, its end, see tasks/governance/runs.py),
+(RunRecord: its start, its outcome, its end, see tasks/records/runs.py),
 not one commit each: the lake's history stays a list of what the run did,
 and the trace file holds every line at once either way.
 
@@ -28,7 +28,7 @@ from schemas.bundle import check_identifier
 from schemas.governance import GateResult, StageRecord
 from tasks.common.settings import Settings
 from tasks.common.text import counted
-from tasks.governance.runs import RunRecord, as_json, commit_record
+from tasks.records.runs import RunRecord, as_json, commit_record
 from tasks.lake.catalog import Catalog, CatalogBusy, CatalogError
 from tasks.lake.files import Lake, end_torn_line, run_logs_root
 

@@ -9,7 +9,7 @@ import pytest
 
 from schemas.governance import Policy, PolicyError
 from tasks.lake.catalog import open_catalog
-from tasks.governance.policy import list_policies, load_policy, parse_assignments, set_policy
+from tasks.selection.policy import list_policies, load_policy, parse_assignments, set_policy
 
 
 @pytest.fixture

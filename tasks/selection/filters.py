@@ -5,7 +5,7 @@ consolidated sources of a task:
                         URL, a scheme other than http(s)/file, impossible dates
   coarse_filter         title screening against the question; lenient: only
                         the clearly irrelevant go
-  quality_filter        (tasks/governance/quality.py) read the body of the
+  quality_filter        (tasks/selection/quality.py) read the body of the
                         best candidates, score it, have an LLM review it
                         (optional), keep the best-ranked `target` that pass
                         the quality bar

@@ -9,7 +9,7 @@ must not hold the catalog lock (other commands wait on it) between its
 records. Do not call them while holding the catalog yourself.
 
 The run's trace (its trace.jsonl and `run_events` rows) is
-tasks/governance/trace.py; its lines become rows in the commits of the
+tasks/records/trace.py; its lines become rows in the commits of the
 records made here.
 """
 
@@ -30,10 +30,10 @@ from tasks.common.text import counted
 from tasks.lake.exports import refresh_exports
 from tasks.lake.sqlfiles import records
 from tasks.lake.files import Lake, LakeWrite
-from tasks.governance.filters import Candidate
+from tasks.selection.filters import Candidate
 
 if TYPE_CHECKING:
-    from tasks.governance.trace import TraceLog
+    from tasks.records.trace import TraceLog
 
 OUTPUT_FILE = "output.json"
 INTERRUPTED = "interrupted"  # its process ended, or was told to stop, before it did (killed, crashed, Ctrl-C)
@@ -82,7 +82,7 @@ def run_started(trace_id: str, task_id: str, question: str, demand_id: str | Non
                 lease_seconds: float | None = None) -> RunRecord:
     """The `runs` row of a run that begins (status 'running'), with the
     process that runs it (this one unless told) and its lease: how long it
-    may go without a heartbeat (tasks/governance/heartbeat.py) before
+    may go without a heartbeat (tasks/records/heartbeat.py) before
     readers take it for interrupted (None: only its closing row ends it).
     Committing it again for the same trace changes nothing."""
     process = process or ProcessIdentity.current()
@@ -182,7 +182,7 @@ def record_outcome(settings: Settings, trace_id: str, task_id: str, selections: 
                    trace: "TraceLog | None" = None) -> str | None:
     """Replace the run's selections (rank = position), drops and publishers,
     in one transaction (the run's `trace` commits it, when given); with
-    `output` (tasks.governance.gates.build_output), also publish it as the
+    `output` (tasks.selection.gates.build_output), also publish it as the
     lake file output.json of the run and return its key."""
     files, key = {}, None
     if output is not None:

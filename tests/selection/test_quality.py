@@ -12,9 +12,9 @@ import pytest
 
 from schemas.governance import Policy
 from tasks.common.llm import LLMConfig
-from tasks.governance.filters import (Candidate, aggregate_publishers, candidates_from_rows, coarse_filter, hard_filter,
+from tasks.selection.filters import (Candidate, aggregate_publishers, candidates_from_rows, coarse_filter, hard_filter,
                                       load_candidates)
-from tasks.governance.quality import QUALITY_BAR, quality_filter, quality_score
+from tasks.selection.quality import QUALITY_BAR, quality_filter, quality_score
 
 NOW = datetime(2026, 3, 1, 12, tzinfo=timezone.utc)
 LLM = LLMConfig(base_url="https://llm.test/v1", model="test-model")
@@ -272,7 +272,7 @@ def test_publishers_group_by_host_and_local_library():
 
 
 def test_page_fetcher_reads_pages_and_skips_file_urls(settings):
-    from tasks.governance.quality import page_fetcher
+    from tasks.selection.quality import page_fetcher
 
     def serve(request: httpx.Request) -> httpx.Response:
         return httpx.Response(200, headers={"Content-Type": "text/html; charset=utf-8"},

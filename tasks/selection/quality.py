@@ -2,7 +2,7 @@
 the body of the best candidates (their stored text, else the page), scores
 it, has an LLM review it (optional, failing open), and keeps the best-ranked
 `target` that pass the quality bar. The other filter stages are
-tasks/governance/filters.py.
+tasks/selection/filters.py.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from schemas.urls import url_scheme
 from tasks.common.llm import FORMAT_INSTRUCTIONS, REVIEW, AnswerShape, LLMConfig, LLMError, ModelSkipped, chat
 from tasks.common.settings import Settings
 from tasks.common.text import term_set
-from tasks.governance.filters import QUALITY, Candidate, StageOutput, as_index, dropped
+from tasks.selection.filters import QUALITY, Candidate, StageOutput, as_index, dropped
 from tasks.retrieval.fetch import fetch_content
 from tasks.retrieval.scoring import clamp
 

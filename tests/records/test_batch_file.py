@@ -12,7 +12,7 @@ import pytest
 
 from schemas.batch import QuestionFileError, QuestionRow, batch_id_of, check_batch_name, question_task_id
 from schemas.bundle import check_identifier
-from tasks.governance.batch import read_questions, rows_of_records
+from tasks.records.batch import read_questions, rows_of_records
 
 
 def write(tmp_path: Path, name: str, text: str | bytes) -> Path:

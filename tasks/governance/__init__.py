@@ -1,1 +1,0 @@
-"""Governance of a research run (docs/research.md): policy, pre-flight, filters, gates and run records."""
