@@ -16,9 +16,8 @@ import re
 import threading
 from collections.abc import Iterable
 from typing import Any
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
-import httpx
 
 REDACTED = "***"
 # Shorter values are removed only where they sit in a URL: replacing "pw"
@@ -119,9 +118,11 @@ def scrub(value: Any, secrets: Iterable[str | None] = ()) -> Any:
     return value
 
 
-def safe_url(url: httpx.URL | str) -> str:
+def safe_url(url: "httpx.URL | str") -> str:
     """scheme://host[:port]/path: enough to say where a call went, with no
     credentials and no query string (keys travel there)."""
+    import httpx  # here, not at the top: the quick commands never reach it
+
     try:
         u = httpx.URL(str(url))
     except httpx.InvalidURL:
@@ -174,16 +175,17 @@ def url_credentials(url: str | None) -> list[str]:
     if not url:
         return []
     try:
-        u = httpx.URL(url)
-    except httpx.InvalidURL:
+        parts = urlsplit(url)
+        username, password = unquote(parts.username or ""), unquote(parts.password or "")
+    except ValueError:
         return []
     found = []
-    if u.password:
-        userinfo = f"{u.username}:{u.password}"
-        found += [u.password, userinfo, base64.b64encode(userinfo.encode()).decode()]
-    elif u.username:
-        found.append(u.username)  # a bare token in the user part
-    for name, value in u.params.multi_items():
+    if password:
+        userinfo = f"{username}:{password}"
+        found += [password, userinfo, base64.b64encode(userinfo.encode()).decode()]
+    elif username:
+        found.append(username)  # a bare token in the user part
+    for name, value in parse_qsl(parts.query):
         if value and (name.lower() not in HARMLESS_PARAMS or is_secret_param(name)):
             found.append(value)
     return found
