@@ -13,7 +13,7 @@ import httpx
 
 from schemas.plan import PlannedQuery, ResearchPlan, SearchSummary
 from tasks.common.llm import FORMAT_INSTRUCTIONS, PLAN, AnswerShape, LLMConfig, LLMError, chat
-from tasks.common.text import is_cjk, keywords, phrases
+from tasks.common.text import is_cjk, keywords, phrases, term_set
 from schemas.errors import UserError
 
 INTENT_KEYS = {"academic": "academic_queries", "news": "news_queries",
@@ -90,10 +90,25 @@ def plan_from_document(question: str, doc: dict, max_per_intent: int) -> Researc
         queries += [PlannedQuery(intent=intent, text=t) for t in _unique(texts)[:max_per_intent]]
     if not queries:
         raise LLMError("the plan has no queries")
+    if not about_the_question(question, [q.text for q in queries]):
+        raise LLMError("none of the plan's queries shares a word with the question")
     dimensions = [str(d) for d in summary.get("key_dimensions") or [] if str(d).strip()]
     return ResearchPlan(question=question, planner="llm", queries=queries,
                         search_summary=SearchSummary(interpreted_topic=str(summary["interpreted_topic"]),
                                                      key_dimensions=dimensions))
+
+
+def about_the_question(question: str, queries: list[str]) -> bool:
+    """Whether a model's queries, taken together, share a content word with
+    the question: a plan that does not (a small model's "true", "false")
+    would search for nothing the asker wants. A question in a script none
+    of the queries is written in is not judged (the model may translate)."""
+    if is_cjk(question) and not any(map(is_cjk, queries)):
+        return True
+    if not is_cjk(question) and all(map(is_cjk, queries)):
+        return True
+    asked = term_set(question)
+    return not asked or any(term_set(q) & asked for q in queries)
 
 
 def keyword_plan(question: str, max_per_intent: int, *, intents: Iterable[str] | None = None,

@@ -194,6 +194,25 @@ def test_messy_llm_answer_is_repaired():
     assert outcome.raw_answer == content
 
 
+def test_a_plan_whose_queries_share_no_word_with_the_question_is_unusable():
+    # what a 270M model wrote under a JSON schema: the right shape, nothing the asker wants
+    nonsense = {"search_summary": {"interpreted_topic": "true", "key_dimensions": ["true", "false"]},
+                **{key: ["true", "false"] for key in ("academic_queries", "news_queries", "web_queries",
+                                                      "library_queries")}}
+    plan = plan_with(ChatServer(json.dumps(nonsense))).plan
+    assert plan.planner == "keywords"
+    assert plan.fallback_reason == ("the planner's answer was unusable: none of the plan's queries shares a word "
+                                    "with the question")
+    assert any("solar" in q.text or "battery" in q.text for q in plan.queries)
+
+
+def test_a_plan_in_another_language_than_the_question_is_not_judged_by_its_words():
+    translated = {"search_summary": {"interpreted_topic": "光伏效率", "key_dimensions": ["光伏效率"]},
+                  "library_queries": ["光伏 效率", "储能 电池 成本"]}
+    plan = plan_with(ChatServer(json.dumps(translated))).plan
+    assert plan.planner == "llm" and [q.text for q in plan.queries] == ["光伏 效率", "储能 电池 成本"]
+
+
 def test_answer_without_marks_but_with_a_json_object_is_used():
     outcome = plan_with(ChatServer("Plan: " + json.dumps(LLM_DOC) + " -- done"))
     assert outcome.plan.planner == "llm"
