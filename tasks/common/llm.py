@@ -20,11 +20,11 @@ import re
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import httpx
 import json_repair
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from schemas.errors import InternalError, RemoteError
 from tasks.common.http import (Attempt, CallPolicy, Outbound, call, endpoint_url, error_detail, json_body,
@@ -63,6 +63,20 @@ class AnswerShape(BaseModel):
     docstring would reach the model as the schema's description."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+# Bounds an answer's schema sets (maxLength, maxItems): a server that turns the
+# schema into a grammar then ends every answer within them, even a small
+# model's that would repeat an item until its max_tokens. A larger answer
+# read without the schema is still taken (parse_json_answer).
+def text(most: int) -> Any:
+    """A string of at most `most` characters."""
+    return Annotated[str, StringConstraints(max_length=most)]
+
+
+def items(kind: Any, most: int) -> Any:
+    """A list of at most `most` items of `kind`."""
+    return Annotated[list[kind], Field(max_length=most)]
 
 
 class ModelSkipped(LLMError):

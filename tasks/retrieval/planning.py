@@ -12,7 +12,7 @@ from datetime import date
 import httpx
 
 from schemas.plan import PlannedQuery, ResearchPlan, SearchSummary
-from tasks.common.llm import FORMAT_INSTRUCTIONS, PLAN, AnswerShape, LLMConfig, LLMError, chat
+from tasks.common.llm import FORMAT_INSTRUCTIONS, PLAN, AnswerShape, LLMConfig, LLMError, chat, items, text
 from tasks.common.text import is_cjk, keywords, phrases, term_set
 from schemas.errors import UserError
 
@@ -32,17 +32,20 @@ class EmptyQuestion(UserError, ValueError):
 
 
 class SummaryAnswer(AnswerShape):
-    interpreted_topic: str
-    key_dimensions: list[str]
+    interpreted_topic: text(200)
+    key_dimensions: items(text(100), 6)
+
+
+QUERIES = items(text(120), 20)  # 20: the most max_queries_per_intent allows
 
 
 # The planner's JSON, as planner_messages asks for it
 class PlanAnswer(AnswerShape):
     search_summary: SummaryAnswer
-    academic_queries: list[str]
-    news_queries: list[str]
-    web_queries: list[str]
-    library_queries: list[str]
+    academic_queries: QUERIES
+    news_queries: QUERIES
+    web_queries: QUERIES
+    library_queries: QUERIES
 
 
 def plan_question(question: str, *, max_per_intent: int, llm: LLMConfig | None = None,

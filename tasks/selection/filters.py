@@ -30,7 +30,8 @@ from schemas.governance import LOCAL_LIBRARY, Drop, Publisher
 from schemas.timestamps import to_utc
 from schemas.urls import UnsafeURL, check_lake_url, domain_of, normalize_url, url_scheme
 from tasks.lake.catalog import Catalog
-from tasks.common.llm import FORMAT_INSTRUCTIONS, SCREEN, AnswerShape, LLMConfig, LLMError, ModelSkipped, chat
+from tasks.common.llm import (FORMAT_INSTRUCTIONS, SCREEN, AnswerShape, LLMConfig, LLMError, ModelSkipped, chat,
+                              items)
 from tasks.common.text import term_set
 
 HARD, COARSE, QUALITY = "hard_filter", "coarse_filter", "quality_filter"
@@ -152,10 +153,11 @@ def _unusable(c: Candidate, now: datetime) -> str | None:
 #    relevance itself (semantic search, translations): those keep their place.
 # A question without content terms screens nothing.
 LEXICAL_LOW_SCORE = 0.35
+SCREEN_BATCH = 20  # titles the model screens in one call
 
 
 def coarse_filter(question: str, cands: Sequence[Candidate], llm: LLMConfig | None = None,
-                  client: httpx.Client | None = None, batch_size: int = 20) -> StageOutput:
+                  client: httpx.Client | None = None, batch_size: int = SCREEN_BATCH) -> StageOutput:
     """Screen titles against the question, in batches of `batch_size`: by the
     LLM when one is configured (a failing batch passes whole: fail-open),
     else by the lexical rule above — as are the titles left once the run no
@@ -202,7 +204,7 @@ def _lexical_screen(question: str, cands: Sequence[Candidate]) -> StageOutput:
 
 # The title screen's JSON, as coarse_messages asks for it
 class ScreenAnswer(AnswerShape):
-    irrelevant: list[int]
+    irrelevant: items(int, SCREEN_BATCH)
 
 
 def coarse_messages(question: str, batch: Sequence[Candidate]) -> list[dict]:

@@ -16,7 +16,7 @@ import httpx
 
 from schemas.report import ANSWER_WORDS, Citation, ContradictionOrGap, Insight, KeyDataPoint, SynthesisResult
 from tasks.synthesis.labels import detect_language
-from tasks.common.llm import FORMAT_INSTRUCTIONS, SYNTHESIS, AnswerShape, LLMConfig, LLMError, chat
+from tasks.common.llm import FORMAT_INSTRUCTIONS, SYNTHESIS, AnswerShape, LLMConfig, LLMError, chat, items, text
 from tasks.synthesis.passages import clip
 from tasks.synthesis.base import Source, finish, no_sources_result, plan_dimensions, within_answer
 
@@ -45,41 +45,44 @@ JSON_SHAPE = """{
 
 class QuoteAnswer(AnswerShape):
     source: int
-    quote: str
+    quote: text(600)
+
+
+CITATIONS = items(QuoteAnswer, 4)
 
 
 class PointAnswer(AnswerShape):
-    text: str
-    part: str | None
-    citations: list[QuoteAnswer]
+    text: text(800)
+    part: text(120) | None
+    citations: CITATIONS
 
 
 class InsightAnswer(AnswerShape):
-    text: str
-    dimension: str | None
-    citations: list[QuoteAnswer]
+    text: text(1000)
+    dimension: text(120) | None
+    citations: CITATIONS
 
 
 class FigureAnswer(AnswerShape):
     value: float
-    unit: str
-    measure: str
-    text: str
-    citations: list[QuoteAnswer]
+    unit: text(40)
+    measure: text(120)
+    text: text(400)
+    citations: CITATIONS
 
 
 class IssueAnswer(AnswerShape):
     kind: Literal["contradiction", "gap"]
-    description: str
-    citations: list[QuoteAnswer]
+    description: text(400)
+    citations: CITATIONS
 
 
 # The synthesizer's JSON, as JSON_SHAPE shows it to the model
 class SynthesisAnswer(AnswerShape):
-    answer: list[PointAnswer]
-    synthesized_insights: list[InsightAnswer]
-    key_data_points: list[FigureAnswer]
-    contradictions_or_gaps: list[IssueAnswer]
+    answer: items(PointAnswer, 8)
+    synthesized_insights: items(InsightAnswer, 12)
+    key_data_points: items(FigureAnswer, 12)
+    contradictions_or_gaps: items(IssueAnswer, 8)
 
 
 @dataclass(frozen=True)

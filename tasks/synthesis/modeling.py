@@ -35,7 +35,8 @@ from schemas.report import (
     SynthesisResult,
 )
 from tasks.synthesis.labels import labels
-from tasks.common.llm import FORMAT_INSTRUCTIONS, MODEL, AnswerShape, LLMConfig, LLMError, chat, model_given_up
+from tasks.common.llm import (FORMAT_INSTRUCTIONS, MODEL, AnswerShape, LLMConfig, LLMError, chat, items,
+                              model_given_up, text)
 from tasks.synthesis.passages import clip, jaccard
 
 CITABILITY_CONFIDENCE = {"high": 0.8, "medium": 0.6, "low": 0.3, "none": 0.1}
@@ -132,40 +133,43 @@ MODEL_JSON_SHAPE = """{"modelType": "causal_graph",
  "metrics": [{"name": "...", "estimate": 0.24, "unit": "%", "confidence": 0.6}]}"""
 
 
+NAME, SENTENCE = text(120), text(400)
+
+
 class DriverAnswer(AnswerShape):
-    name: str
-    description: str
-    evidenceRefs: list[int]
+    name: NAME
+    description: SENTENCE
+    evidenceRefs: items(int, 12)
 
 
 class RelationshipAnswer(AnswerShape):
-    from_: str = Field(alias="from")
-    to: str
-    type: str
+    from_: NAME = Field(alias="from")
+    to: NAME
+    type: text(40)
     confidence: float
 
 
 class ScenarioAnswer(AnswerShape):
-    name: str
-    assumptions: list[str]
-    outcomes: list[str]
+    name: NAME
+    assumptions: items(SENTENCE, 6)
+    outcomes: items(SENTENCE, 6)
     confidence: float
 
 
 class MetricAnswer(AnswerShape):
-    name: str
+    name: NAME
     estimate: float
-    unit: str
+    unit: text(40)
     confidence: float
 
 
 # The modeling agent's JSON, as MODEL_JSON_SHAPE shows it to the model
 class BlueprintAnswer(AnswerShape):
-    modelType: str
-    coreDrivers: list[DriverAnswer]
-    relationships: list[RelationshipAnswer]
-    scenarios: list[ScenarioAnswer]
-    metrics: list[MetricAnswer]
+    modelType: text(40)
+    coreDrivers: items(DriverAnswer, 8)
+    relationships: items(RelationshipAnswer, 12)
+    scenarios: items(ScenarioAnswer, 4)
+    metrics: items(MetricAnswer, 8)
 
 
 def model_messages(synthesis: SynthesisResult) -> list[dict]:
