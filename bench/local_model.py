@@ -92,6 +92,17 @@ def start_llama_server(python: str, gguf: Path, chat_format: str, n_ctx: int, lo
     raise SystemExit(f"error: the llama.cpp server did not answer within 120 s; see {log}")
 
 
+def stop(server: subprocess.Popen) -> None:
+    """The server stopped, killed if it does not stop within 10 s (it may be
+    generating an answer its client gave up on)."""
+    server.terminate()
+    try:
+        server.wait(10)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+
+
 # -- one configuration over one set -------------------------------------------------------
 
 def configure(config: Configuration, timeout: float) -> None:
@@ -247,8 +258,7 @@ def main(argv: list[str] | None = None) -> int:
                    for judged in sets for config in configs]
     finally:
         if server is not None:
-            server.terminate()
-            server.wait(10)
+            stop(server)
     print_table(results)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"measured_at": time.strftime("%Y-%m-%dT%H:%M:%S"), "half": args.half,
