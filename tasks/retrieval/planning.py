@@ -110,8 +110,14 @@ def about_the_question(question: str, queries: list[str]) -> bool:
         return True
     if not is_cjk(question) and all(map(is_cjk, queries)):
         return True
-    asked = term_set(question)
-    return not asked or any(term_set(q) & asked for q in queries)
+    asked = words(question)
+    return not asked or any(words(q) & asked for q in queries)
+
+
+def words(text: str) -> set[str]:
+    """A text's content terms that name something: a number alone does not
+    (a plan of "120", "120", … for a question about a 120-litre tank)."""
+    return {term for term in term_set(text) if not term.isdigit()}
 
 
 def keyword_plan(question: str, max_per_intent: int, *, intents: Iterable[str] | None = None,

@@ -201,6 +201,10 @@ def test_a_plan_whose_queries_share_no_word_with_the_question_is_unusable():
                                                       "library_queries")}}
     plan = plan_with(ChatServer(json.dumps(nonsense))).plan
     assert plan.planner == "keywords"
+    numbers = {"search_summary": {"interpreted_topic": "120", "key_dimensions": ["120"]},
+               "library_queries": ["120", "120 2025"]}  # the question's number, and nothing it names
+    assert plan_with(ChatServer(json.dumps(numbers)), question=QUESTION + " For a 120 m2 roof?").plan.planner \
+        == "keywords"
     assert plan.fallback_reason == ("the planner's answer was unusable: none of the plan's queries shares a word "
                                     "with the question")
     assert any("solar" in q.text or "battery" in q.text for q in plan.queries)
