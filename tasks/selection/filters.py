@@ -154,6 +154,11 @@ def _unusable(c: Candidate, now: datetime) -> str | None:
 # A question without content terms screens nothing.
 LEXICAL_LOW_SCORE = 0.35
 SCREEN_BATCH = 20  # titles the model screens in one call
+# A lenient screen of what the question's own searches found calls at most
+# this share of a batch (of 4 titles or more) clearly irrelevant; an answer
+# that calls more is the model's failure, not the searches' (a 270M model
+# dropped 80 of 270 titles, the relevant among them).
+MOST_SCREENED_OUT = 0.5
 
 
 def coarse_filter(question: str, cands: Sequence[Candidate], llm: LLMConfig | None = None,
@@ -237,6 +242,9 @@ def screened_numbers(doc: dict, batch: Sequence[Candidate]) -> set[int]:
             # An answer that names titles we did not send is not to be trusted at all.
             raise LLMError(f"the answer lists {item!r}, not a title number 1-{len(batch)}")
         numbers.add(number)
+    if len(batch) >= 4 and len(numbers) > MOST_SCREENED_OUT * len(batch):
+        raise LLMError(f"the answer calls {len(numbers)} of {len(batch)} titles clearly irrelevant, more than a "
+                       "lenient screen of what the question's searches found does")
     return numbers
 
 

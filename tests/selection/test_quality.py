@@ -161,16 +161,25 @@ def test_llm_screen_drops_the_listed_titles_in_batches():
     completion("I cannot help with that."),                   # no JSON
     answer({"irrelevant": "two"}),                            # not a list
     answer({"irrelevant": [1, 7]}),                           # a number we did not send
+    answer({"irrelevant": [1, 2, 3]}),                        # most of the batch: not a lenient screen
 ])
 def test_llm_screen_fails_open_per_batch(failure):
     fake = FakeLLM(failure, answer({"irrelevant": [1]}))
-    cands = [cand(i) for i in range(1, 5)]
+    cands = [cand(i) for i in range(1, 9)]
     with fake.client() as client:
-        out = coarse_filter(QUESTION, cands, llm=LLM, client=client, batch_size=2)
+        out = coarse_filter(QUESTION, cands, llm=LLM, client=client, batch_size=4)
     # Batch 1 failed and passes whole; batch 2 was screened.
-    assert [c.source_id for c in out.kept] == ["s1", "s2", "s4"]
-    assert [d.source_id for d in out.drops] == ["s3"]
+    assert [c.source_id for c in out.kept] == ["s1", "s2", "s3", "s4", "s6", "s7", "s8"]
+    assert [d.source_id for d in out.drops] == ["s5"]
     assert len(out.notes) == 1 and out.notes[0].startswith("coarse filter batch 1 passed unscreened")
+
+
+def test_llm_screen_may_drop_half_a_batch_and_all_of_a_small_one():
+    fake = FakeLLM(answer({"irrelevant": [1, 2]}), answer({"irrelevant": [1, 2, 3]}))
+    cands = [cand(i) for i in range(1, 8)]
+    with fake.client() as client:
+        out = coarse_filter(QUESTION, cands, llm=LLM, client=client, batch_size=4)
+    assert [d.source_id for d in out.drops] == ["s1", "s2", "s5", "s6", "s7"] and not out.notes
 
 
 # -- quality filter -------------------------------------------------------------------
