@@ -221,12 +221,22 @@ def llm_synthesis(sources: list[Source], question: str, plan: dict | None, confi
         return no_sources_result(question, detect_language(question), plan_dimensions(plan), f"llm:{config.model}")
     answer = chat(config, llm_messages(sources, question, plan, opts), kind=SYNTHESIS, shape=SynthesisAnswer,
                   client=client)
-    result = answer.read(lambda doc: from_llm_json(doc, sources, question))
+    result = answer.read(lambda doc: verified(from_llm_json(doc, sources, question), sources))
     result.synthesizer = f"llm:{config.model}"
     result.tokens = answer.tokens
-    finish(result, sources)
     if not result.answer:
         result.answer = answer_from_insights(result.synthesized_insights)
+    return result
+
+
+def verified(result: SynthesisResult, sources: list[Source]) -> SynthesisResult:
+    """The result with its quotes checked against the sources (finish);
+    LLMError when it cites and not one of its quotes is in its source: a
+    model that invents every quote has not read them."""
+    finish(result, sources)
+    cited = result.all_citations()
+    if cited and not any(c.verified for c in cited):
+        raise LLMError(f"none of the synthesis's {len(cited)} quotes is in the source it cites")
     return result
 
 

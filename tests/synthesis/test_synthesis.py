@@ -302,11 +302,26 @@ def test_a_models_answer_is_held_to_the_answer_budget_and_checked_like_any_quote
 
 
 def test_llm_fabricated_quote_is_kept_unverified_with_a_warning():
-    doc = {"synthesized_insights": [{"text": "x", "citations": [{"source": 1, "quote": "TOML was invented in 1850."}]}]}
+    doc = {"synthesized_insights": [
+        {"text": "x", "citations": [{"source": 1, "quote": "TOML was invented in 1850."}]},
+        {"text": "y", "citations": [{"source": 2, "quote": "The [project] table holds metadata"}]}]}
     result = llm_synthesis(make_sources(), "q", None, CONFIG, client=mock_llm(answer(doc)))
     citation = result.synthesized_insights[0].citations[0]
     assert not citation.verified and result.synthesized_insights[0].citability == "low"
+    assert result.synthesized_insights[1].citations[0].verified
     assert any("TOML was invented in 1850." in w for w in result.warnings)
+
+
+def test_a_synthesis_whose_every_quote_is_invented_is_replaced_by_the_extractive_one():
+    doc = {"answer": [{"text": "TOML is old.", "part": None,
+                       "citations": [{"source": 1, "quote": "TOML was invented in 1850."}]}],
+           "synthesized_insights": [{"text": "x", "citations": [{"source": 2, "quote": "Metadata is optional."}]}]}
+    with pytest.raises(LLMError, match="none of the synthesis's 2 quotes is in the source it cites"):
+        llm_synthesis(make_sources(), "q", None, CONFIG, client=mock_llm(answer(doc)))
+    result = synthesize(make_sources(), PLAN["question"], PLAN, llm=CONFIG, client=mock_llm(answer(doc)))
+    assert result.synthesizer == "extractive" and result.answer
+    assert result.warnings[0].startswith("LLM synthesis failed (none of the synthesis's 2 quotes")
+    assert all(c.verified for p in result.answer for c in p.citations)
 
 
 def test_llm_chinese_question_is_asked_for_chinese_text():
