@@ -69,12 +69,12 @@ class AnswerShape(BaseModel):
 # schema into a grammar then ends every answer within them, even a small
 # model's that would repeat an item until its max_tokens. A larger answer
 # read without the schema is still taken (parse_json_answer).
-def text(most: int) -> Any:
+def capped_str(most: int) -> Any:
     """A string of at most `most` characters."""
     return Annotated[str, StringConstraints(max_length=most)]
 
 
-def items(kind: Any, most: int) -> Any:
+def capped_list(kind: Any, most: int) -> Any:
     """A list of at most `most` items of `kind`."""
     return Annotated[list[kind], Field(max_length=most)]
 

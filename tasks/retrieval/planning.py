@@ -12,7 +12,8 @@ from datetime import date
 import httpx
 
 from schemas.plan import PlannedQuery, ResearchPlan, SearchSummary
-from tasks.common.llm import FORMAT_INSTRUCTIONS, PLAN, AnswerShape, LLMConfig, LLMError, chat, items, text
+from tasks.common.llm import (FORMAT_INSTRUCTIONS, PLAN, AnswerShape, LLMConfig, LLMError, capped_list, capped_str,
+                              chat)
 from tasks.common.text import is_cjk, keywords, phrases, term_set
 from schemas.errors import UserError
 
@@ -32,11 +33,11 @@ class EmptyQuestion(UserError, ValueError):
 
 
 class SummaryAnswer(AnswerShape):
-    interpreted_topic: text(200)
-    key_dimensions: items(text(100), 6)
+    interpreted_topic: capped_str(200)
+    key_dimensions: capped_list(capped_str(100), 6)
 
 
-QUERIES = items(text(120), 20)  # 20: the most max_queries_per_intent allows
+QUERIES = capped_list(capped_str(120), 20)  # 20: the most max_queries_per_intent allows
 
 
 # The planner's JSON, as planner_messages asks for it

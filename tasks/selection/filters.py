@@ -31,7 +31,7 @@ from schemas.timestamps import to_utc
 from schemas.urls import UnsafeURL, check_lake_url, domain_of, normalize_url, url_scheme
 from tasks.lake.catalog import Catalog
 from tasks.common.llm import (FORMAT_INSTRUCTIONS, SCREEN, AnswerShape, LLMConfig, LLMError, ModelSkipped, chat,
-                              items)
+                              capped_list)
 from tasks.common.text import term_set
 
 HARD, COARSE, QUALITY = "hard_filter", "coarse_filter", "quality_filter"
@@ -209,7 +209,7 @@ def _lexical_screen(question: str, cands: Sequence[Candidate]) -> StageOutput:
 
 # The title screen's JSON, as coarse_messages asks for it
 class ScreenAnswer(AnswerShape):
-    irrelevant: items(int, SCREEN_BATCH)
+    irrelevant: capped_list(int, SCREEN_BATCH)
 
 
 def coarse_messages(question: str, batch: Sequence[Candidate]) -> list[dict]:

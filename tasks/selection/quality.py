@@ -16,7 +16,7 @@ import httpx
 from schemas.governance import Policy
 from schemas.urls import url_scheme
 from tasks.common.llm import (FORMAT_INSTRUCTIONS, REVIEW, AnswerShape, LLMConfig, LLMError, ModelSkipped, chat,
-                              items, text)
+                              capped_list, capped_str)
 from tasks.common.settings import Settings
 from tasks.common.text import term_set
 from tasks.selection.filters import QUALITY, Candidate, StageOutput, as_index, dropped
@@ -121,12 +121,12 @@ def page_fetcher(settings: Settings, client: httpx.Client, allow_hosts: Iterable
 class Verdict(AnswerShape):
     index: int
     relevance: Literal["high", "medium", "low"]
-    reason: text(300)
+    reason: capped_str(300)
 
 
 # The review's JSON, as review_messages asks for it
 class ReviewAnswer(AnswerShape):
-    reviews: items(Verdict, REVIEW_BATCH)
+    reviews: capped_list(Verdict, REVIEW_BATCH)
 
 
 def review_messages(question: str, batch: Sequence[Candidate], bodies: Sequence[str]) -> list[dict]:

@@ -16,7 +16,8 @@ import httpx
 
 from schemas.report import ANSWER_WORDS, Citation, ContradictionOrGap, Insight, KeyDataPoint, SynthesisResult
 from tasks.synthesis.labels import detect_language
-from tasks.common.llm import FORMAT_INSTRUCTIONS, SYNTHESIS, AnswerShape, LLMConfig, LLMError, chat, items, text
+from tasks.common.llm import (FORMAT_INSTRUCTIONS, SYNTHESIS, AnswerShape, LLMConfig, LLMError, capped_list, capped_str,
+                              chat)
 from tasks.synthesis.passages import clip
 from tasks.synthesis.base import Source, finish, no_sources_result, plan_dimensions, within_answer
 
@@ -45,44 +46,44 @@ JSON_SHAPE = """{
 
 class QuoteAnswer(AnswerShape):
     source: int
-    quote: text(600)
+    quote: capped_str(600)
 
 
-CITATIONS = items(QuoteAnswer, 4)
+CITATIONS = capped_list(QuoteAnswer, 4)
 
 
 class PointAnswer(AnswerShape):
-    text: text(800)
-    part: text(120) | None
+    text: capped_str(800)
+    part: capped_str(120) | None
     citations: CITATIONS
 
 
 class InsightAnswer(AnswerShape):
-    text: text(1000)
-    dimension: text(120) | None
+    text: capped_str(1000)
+    dimension: capped_str(120) | None
     citations: CITATIONS
 
 
 class FigureAnswer(AnswerShape):
     value: float
-    unit: text(40)
-    measure: text(120)
-    text: text(400)
+    unit: capped_str(40)
+    measure: capped_str(120)
+    text: capped_str(400)
     citations: CITATIONS
 
 
 class IssueAnswer(AnswerShape):
     kind: Literal["contradiction", "gap"]
-    description: text(400)
+    description: capped_str(400)
     citations: CITATIONS
 
 
 # The synthesizer's JSON, as JSON_SHAPE shows it to the model
 class SynthesisAnswer(AnswerShape):
-    answer: items(PointAnswer, 8)
-    synthesized_insights: items(InsightAnswer, 12)
-    key_data_points: items(FigureAnswer, 12)
-    contradictions_or_gaps: items(IssueAnswer, 8)
+    answer: capped_list(PointAnswer, 8)
+    synthesized_insights: capped_list(InsightAnswer, 12)
+    key_data_points: capped_list(FigureAnswer, 12)
+    contradictions_or_gaps: capped_list(IssueAnswer, 8)
 
 
 @dataclass(frozen=True)

@@ -35,8 +35,8 @@ from schemas.report import (
     SynthesisResult,
 )
 from tasks.synthesis.labels import labels
-from tasks.common.llm import (FORMAT_INSTRUCTIONS, MODEL, AnswerShape, LLMConfig, LLMError, chat, items,
-                              model_given_up, text)
+from tasks.common.llm import (FORMAT_INSTRUCTIONS, MODEL, AnswerShape, LLMConfig, LLMError, capped_list, capped_str,
+                              chat, model_given_up)
 from tasks.synthesis.passages import clip, jaccard
 
 CITABILITY_CONFIDENCE = {"high": 0.8, "medium": 0.6, "low": 0.3, "none": 0.1}
@@ -133,43 +133,43 @@ MODEL_JSON_SHAPE = """{"modelType": "causal_graph",
  "metrics": [{"name": "...", "estimate": 0.24, "unit": "%", "confidence": 0.6}]}"""
 
 
-NAME, SENTENCE = text(120), text(400)
+NAME, SENTENCE = capped_str(120), capped_str(400)
 
 
 class DriverAnswer(AnswerShape):
     name: NAME
     description: SENTENCE
-    evidenceRefs: items(int, 12)
+    evidenceRefs: capped_list(int, 12)
 
 
 class RelationshipAnswer(AnswerShape):
     from_: NAME = Field(alias="from")
     to: NAME
-    type: text(40)
+    type: capped_str(40)
     confidence: float
 
 
 class ScenarioAnswer(AnswerShape):
     name: NAME
-    assumptions: items(SENTENCE, 6)
-    outcomes: items(SENTENCE, 6)
+    assumptions: capped_list(SENTENCE, 6)
+    outcomes: capped_list(SENTENCE, 6)
     confidence: float
 
 
 class MetricAnswer(AnswerShape):
     name: NAME
     estimate: float
-    unit: text(40)
+    unit: capped_str(40)
     confidence: float
 
 
 # The modeling agent's JSON, as MODEL_JSON_SHAPE shows it to the model
 class BlueprintAnswer(AnswerShape):
-    modelType: text(40)
-    coreDrivers: items(DriverAnswer, 8)
-    relationships: items(RelationshipAnswer, 12)
-    scenarios: items(ScenarioAnswer, 4)
-    metrics: items(MetricAnswer, 8)
+    modelType: capped_str(40)
+    coreDrivers: capped_list(DriverAnswer, 8)
+    relationships: capped_list(RelationshipAnswer, 12)
+    scenarios: capped_list(ScenarioAnswer, 4)
+    metrics: capped_list(MetricAnswer, 8)
 
 
 def model_messages(synthesis: SynthesisResult) -> list[dict]:
