@@ -151,7 +151,7 @@ def evaluate(config: Configuration, judged: JudgedSet, timeout: float) -> dict:
         record = run_record(task_id)
         synthesis = (record["report"] or {}).get("synthesis")
         syntheses.append(synthesis)
-        runs.append({"id": question["id"], "status": run.status, "seconds": run.seconds,
+        runs.append({"id": question["id"], "status": run.status, "message": run.message, "seconds": run.seconds,
                      "synthesizer": (synthesis or {}).get("synthesizer"),
                      "planner": record["plan"].get("planner"), "fallback_reason": record["plan"].get("fallback_reason"),
                      "model": record["model"], "invented_quotes": invented_quotes(record["report"])})
