@@ -335,6 +335,16 @@ def run_before(commit: str, argv: list[str]) -> list[dict]:
     return json.loads(out.read_text(encoding="utf-8"))["results"]
 
 
+def answer_sets(names: str) -> tuple[list[JudgedSet], list[str]]:
+    """The judged sets named (comma-separated), their library folders made
+    absolute, and what is missing to run them (a library not installed)."""
+    sets = [load_set(SETS / f"{name.strip()}.json") for name in names.split(",") if name.strip()]
+    for judged in sets:
+        if judged.library and not Path(judged.library).is_absolute():
+            judged.library = str(ROOT / judged.library)
+    return sets, [p for p in map(missing_library, sets) if p]
+
+
 def main(argv: list[str] | None = None) -> int:
     global CACHE
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -349,11 +359,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     CACHE = args.cache
 
-    sets = [load_set(SETS / f"{name.strip()}.json") for name in args.sets.split(",") if name.strip()]
-    for judged in sets:
-        if judged.library and not Path(judged.library).is_absolute():
-            judged.library = str(ROOT / judged.library)
-    problems = [p for p in map(missing_library, sets) if p]
+    sets, problems = answer_sets(args.sets)
     if problems:
         print("error: " + " ".join(problems), file=sys.stderr)
         return 2

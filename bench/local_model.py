@@ -47,8 +47,8 @@ ROOT = BENCH.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.answers import SETS, part_of, percentile, score_answers  # noqa: E402
-from bench.relevance import JudgedSet, load_set, missing_library, run_pipeline  # noqa: E402
+from bench.answers import answer_sets, part_of, percentile, score_answers  # noqa: E402
+from bench.relevance import JudgedSet, run_pipeline  # noqa: E402
 
 LLM_VARIABLES = ("SEARCHLAKE_LLM_BASE_URL", "SEARCHLAKE_LLM_MODEL", "SEARCHLAKE_LLM_API_KEY",
                  "SEARCHLAKE_LLM_TIMEOUT")
@@ -235,11 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(args.model) != len(args.endpoint):
         print("error: give one --model for each --endpoint", file=sys.stderr)
         return 2
-    sets = [load_set(SETS / f"{name.strip()}.json") for name in args.sets.split(",") if name.strip()]
-    for judged in sets:
-        if judged.library and not Path(judged.library).is_absolute():
-            judged.library = str(ROOT / judged.library)
-    problems = [p for p in map(missing_library, sets) if p]
+    sets, problems = answer_sets(args.sets)
     if problems:
         print("error: " + " ".join(problems), file=sys.stderr)
         return 2
