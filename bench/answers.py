@@ -11,7 +11,8 @@ A set (bench/answers/<name>.json) is a relevance set (bench/relevance.py)
 whose questions also list `nuggets`: the facts a useful answer must contain,
 each with `match` strings — the fact as the relevant pages word it — and
 `kind` "uncovered" for questions the documents do not answer. A set whose
-`role` is "test" was built to test on only; every other set is split once
+`role` is "test" was built to test on only, one whose role is "tune" to
+tune on only (manuals the size of the test sets'); every other set is split once
 into a tuning half and a test half by a hash of the question's id
 (part_of): only the tuning half may guide a change, and every figure is
 reported for both halves.
@@ -124,10 +125,11 @@ def first_words(text: str, budget: float = BUDGET_WORDS) -> str:
 
 
 def part_of(set_name: str, role: str | None, question_id: str) -> str:
-    """"test" or "tune": a set built for testing is all test; any other set is
-    split once, by a hash of the set's name and the question's id."""
-    if role == "test":
-        return "test"
+    """"test" or "tune": a set built for testing is all test, one built for
+    tuning all tune; any other set is split once, by a hash of the set's
+    name and the question's id."""
+    if role in ("test", "tune"):
+        return role
     digest = hashlib.sha256(f"{set_name}/{question_id}".encode()).digest()
     return "test" if digest[0] % 2 else "tune"
 

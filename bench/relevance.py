@@ -67,7 +67,7 @@ class JudgedSet:
     library: str | None
     install: str | None
     questions: list[dict]
-    role: str | None = None  # "test": built to test on only, never to tune
+    role: str | None = None  # "test": built to test on only, never to tune; "tune": only to tune
 
 
 def load_set(path: Path, library: str | None = None) -> JudgedSet:
