@@ -337,6 +337,21 @@ def test_an_xhtml_page_with_self_closing_anchors_is_text_not_navigation():
         extract("html", nav.encode(), "index.html")
 
 
+def test_docbook_navigation_bars_are_not_page_text():
+    """DocBook's manuals (GIMP, PostgreSQL, Publican's books) put the
+    previous and next sections' titles in bars above and below every page:
+    indexed, they make a page match its neighbours' subjects."""
+    page = ('<html><head><title>9.9. Quotas</title></head><body><div id="banner"><a href="/get">Download the ebook'
+            '</a></div><div class="navheader"><table><tr><td><a href="cron.html">Prev</a></td><th>9. Unix Services'
+            '</th><td><a href="backup.html">Next</a></td></tr></table></div><ul class="docnav top"><li>'
+            '<a href="cron.html">9.8. Scheduling with anacron</a></li></ul><div class="section"><h2>9.9. Quotas</h2>'
+            '<p>The quota system limits the disk space a user can use.</p></div><div class="navfooter"><table><tr>'
+            '<td><a href="cron.html">9.8. Scheduling with anacron</a></td><td><a href="backup.html">9.10. Backup'
+            '</a></td></tr></table></div></body></html>')
+    extracted = extract("html", page.encode(), "sect.quotas.html")
+    assert extracted.text == "9.9. Quotas\n\nThe quota system limits the disk space a user can use."
+
+
 def test_wrapped_chinese_in_html_runs_on_and_preformatted_text_keeps_its_lines():
     """Manuals wrap their HTML source at 80 columns; a browser joins the
     lines, with nothing between two Chinese characters — and so must the

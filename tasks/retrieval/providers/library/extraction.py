@@ -114,10 +114,12 @@ def _first_line(text: str) -> str | None:
 
 # Within a page, its main content when it marks one (Sphinx, MkDocs, Read the
 # Docs and most site generators do): navigation, sidebars and footers repeat
-# on every page and would match every query.
+# on every page and would match every query. DocBook's pages (most printed
+# manuals: GIMP, PostgreSQL, Publican's books) mark none, but name their
+# navigation bars, which carry the neighbouring sections' titles.
 _MAIN = ("[role=main]", "main", "article", "div.body")
 _CHROME = ("nav,header,footer,aside,[role=navigation],[role=search],[role=contentinfo],.sphinxsidebar,.related,"
-           ".footer,a.headerlink")
+           ".footer,a.headerlink,.navheader,.navfooter,.docnav,#banner")
 NAVIGATION_LINK_SHARE = 0.6
 TABLE_CELL_CHARS = 300  # a table with a longer cell lays out text; its rows are not data  # a page whose text is mostly link text is an index of other pages
 

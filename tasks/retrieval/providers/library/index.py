@@ -48,7 +48,7 @@ from tasks.retrieval.providers.library.extraction import SkipFile, extract
 from tasks.retrieval.bm25 import B, K1
 from tasks.retrieval.providers.library.embeddings import DIM, embed
 
-STORE_FORMAT = 5  # bump when the stored text or terms change meaning (extraction, tokenizer, stemmer)
+STORE_FORMAT = 6  # bump when the stored text or terms change meaning (extraction, tokenizer, stemmer)
 
 
 @dataclass
