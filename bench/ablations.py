@@ -75,7 +75,7 @@ def summary(scored: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     from tasks.synthesis.parameters import PARAMETERS
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sets", default="notes_en,debian_ref_zh,pydoc_topics,gimp_help_en,libreoffice_help_zh")
+    parser.add_argument("--sets", default="notes_en,debian_ref_zh,pydoc_topics,postgres_doc_en,debian_handbook_zh,gimp_help_en,libreoffice_help_zh")
     parser.add_argument("--only", help="comma-separated ablations (default: all)")
     parser.add_argument("--halves", default="tune,test")
     args = parser.parse_args(argv)

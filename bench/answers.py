@@ -350,7 +350,7 @@ def answer_sets(names: str) -> tuple[list[JudgedSet], list[str]]:
 def main(argv: list[str] | None = None) -> int:
     global CACHE
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sets", default="notes_en,debian_ref_zh,pydoc_topics,gimp_help_en,libreoffice_help_zh")
+    parser.add_argument("--sets", default="notes_en,debian_ref_zh,pydoc_topics,postgres_doc_en,debian_handbook_zh,gimp_help_en,libreoffice_help_zh")
     parser.add_argument("--limit", type=int)
     parser.add_argument("--resynth", action="store_true", help="synthesis only, over the cached inputs")
     parser.add_argument("--llm", action="store_true", help="with --resynth: the LLM synthesizer (SEARCHLAKE_LLM_*)")

@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     from tasks.synthesis.parameters import PARAMETERS
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sets", default="notes_en,debian_ref_zh,pydoc_topics")
+    parser.add_argument("--sets", default="notes_en,debian_ref_zh,pydoc_topics,postgres_doc_en,debian_handbook_zh")
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--write", action="store_true", help="put the fitted weights into parameters.py")
     args = parser.parse_args(argv)

@@ -1,7 +1,7 @@
 """Set the answer's options (tasks/synthesis/answer.AnswerOptions) by
 coordinate ascent over the TUNING halves of the judged answer sets.
 
-    .venv/bin/python bench/tune_answer.py [--sets notes_en,debian_ref_zh,pydoc_topics] [--rounds 2]
+    .venv/bin/python bench/tune_answer.py [--sets notes_en,debian_ref_zh,pydoc_topics,...] [--rounds 2]
 
 From the current options, each option in turn takes each value of its grid
 with the others held; the value that scores best is kept, and the rounds
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     from tasks.synthesis.parameters import PARAMETERS
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sets", default="notes_en,debian_ref_zh,pydoc_topics")
+    parser.add_argument("--sets", default="notes_en,debian_ref_zh,pydoc_topics,postgres_doc_en,debian_handbook_zh")
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args(argv)
     tuning = questions_by_half([n.strip() for n in args.sets.split(",") if n.strip()])["tune"]

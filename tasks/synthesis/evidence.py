@@ -40,9 +40,10 @@ count the words of the parts before it, at `carried`: "怎么转换？"
 after a question about line endings asks how to convert line endings.
 
 Then the multilingual sentence model (tasks/synthesis/sentence_model.py)
-reads the `sentence_pool` windows all of the above ranks first, and its
-closeness to the question adds to their relevance and support: it reads
-whole sentences in both languages where the signals above read words.
+reads the `sentence_pool` windows all of the above ranks first in each
+script (Chinese, other), and its closeness to the question adds to their
+relevance and support: it reads whole sentences in both languages where
+the signals above read words.
 
 A window's support for a part is its coverage, helped a little by the answer
 type and the dense similarity; for a part that asks for a measure, a window
@@ -197,19 +198,26 @@ def _measured(part: Part, typed: np.ndarray, support: np.ndarray, params: Parame
 
 def _sentence_closeness(question: Question, found: list[Window], relevance: np.ndarray,
                         params: Parameters) -> np.ndarray:
-    """The sentence model's closeness of the sentence_pool most relevant
-    windows (each read under its heading) to the question, scaled so the
-    pool's median is 0 and its best 1 — or less, when the best stands out
-    from the median by less than sentence_spread of cosine (a few short
-    passages the model reads as much alike); 0 for the other windows."""
+    """The sentence model's closeness to the question of the sentence_pool
+    most relevant windows written in Chinese and of those most relevant of
+    the others (each read under its heading), scaled within each script so
+    its pool's median is 0 and its best 1 — or less, when the best stands
+    out from the median by less than sentence_spread of cosine (a few short
+    passages the model reads as much alike); 0 for the other windows. The
+    other signals read words, so a passage in the other language than the
+    question ranks low by them; the model reads across languages, but reads
+    any passage in the question's own language as somewhat closer."""
     from tasks.synthesis.sentence_model import closeness
-    pool = np.argsort(-relevance, kind="stable")[:params.sentence_pool]
     out = np.zeros(len(found))
-    if len(pool) < 2:
-        return out
-    cosine = closeness(question.text, [f"{found[i].lead.heading}: {found[i].text}" for i in pool])
-    low, high = float(np.median(cosine)), float(cosine.max())
-    out[pool] = np.clip((cosine - low) / max(high - low, params.sentence_spread), 0.0, 1.0)
+    order = np.argsort(-relevance, kind="stable")
+    chinese = np.array([has_han(w.text) for w in found], dtype=bool)
+    for script in (True, False):
+        pool = order[chinese[order] == script][:params.sentence_pool]
+        if len(pool) < 2:
+            continue
+        cosine = closeness(question.text, [f"{found[i].lead.heading}: {found[i].text}" for i in pool])
+        low, high = float(np.median(cosine)), float(cosine.max())
+        out[pool] = np.clip((cosine - low) / max(high - low, params.sentence_spread), 0.0, 1.0)
     return out
 
 

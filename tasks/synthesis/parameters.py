@@ -52,7 +52,7 @@ class Parameters:
     defining_head: int = 4        # words a defining sentence names its subject within
 
     # -- the sentence model ----------------------------------------------------------------
-    sentence_pool: int = 50       # windows it reads: the most relevant by everything else
+    sentence_pool: int = 100      # windows it reads in each script (Chinese, other): the most relevant by everything else
     sentence_spread: float = 0.04  # cosine above the pool's median that is full closeness, at least
 
     @property

@@ -582,3 +582,26 @@ def test_a_part_only_touched_is_said_to_be_touched_not_unanswered():
     gaps = [g.description for g in result.contradictions_or_gaps if g.kind == "gap"]
     assert gaps == ["The sources may not answer this part of the question: “which flour gives the best crust” — "
                     "passages touch on it, but none speaks to it clearly."]
+
+
+def test_the_sentence_model_reads_passages_in_the_other_language_too():
+    """A manual half translated: a Chinese question's answer may be an
+    English paragraph, which no word of the question matches. The sentence
+    model, the one signal that reads across languages, must read it even
+    when more Chinese passages than its pool holds rank above it."""
+    from dataclasses import replace
+
+    from tasks.synthesis.parameters import PARAMETERS
+
+    chinese = "\n\n".join(f"第 {n} 节介绍软件包的配置文件和常用命令，以及系统启动时读取的设置。" for n in range(12))
+    english = ("APT reads its configuration from the files under /etc/apt/apt.conf.d/ in alphabetical order.\n\n"
+               "To make the APT tools use an HTTP proxy, put a line such as Acquire::http::Proxy "
+               "\"http://proxy:3128\" in a file under /etc/apt/apt.conf.d/.\n\n"
+               "The sources.list file lists the mirrors APT downloads packages from.")
+    sources = [source(1, "https://example.org/zh.html", "软件包配置", chinese, 0.9),
+               source(2, "https://example.org/en.html", "Configuring APT", english, 0.3)]
+    found = windows(candidates(sources))
+    scores = score(read_question("公司上网要走代理，apt 下载软件包的代理在哪里设置？"), found,
+                   replace(PARAMETERS, sentence_pool=3))
+    read = {found[i].source.source_id for i in range(len(found)) if scores.closeness[i] > 0}
+    assert "s2" in read
