@@ -36,24 +36,8 @@ if [[ "${1:-}" != "--check" ]]; then
     apt-get install -y --no-install-recommends libreoffice-help-zh-cn
 fi
 
-status=0
-check() {  # folder, expected number of .html pages, set name
-    local folder=$1 expected=$2 name=$3 count
-    if [[ ! -d "$folder" ]]; then
-        echo "MISSING  $name: $folder does not exist" >&2
-        status=1
-        return
-    fi
-    count=$(find "$folder" -name '*.html' -type f | wc -l)
-    if [[ "$count" -eq 0 ]]; then
-        echo "EMPTY    $name: no HTML pages under $folder" >&2
-        status=1
-    elif [[ "$count" -ne "$expected" ]]; then
-        echo "WARNING  $name: $count HTML pages under $folder (expected $expected)" >&2
-    else
-        echo "ok       $name: $count HTML pages under $folder"
-    fi
-}
+# shellcheck source=check_library.sh
+source "$(dirname "$0")/check_library.sh"
 check "$EN" 685 gimp_help_en
 check "$ZH" 2561 libreoffice_help_zh
 
