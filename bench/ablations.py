@@ -21,7 +21,7 @@ ROOT = BENCH.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.answers import CACHE, SETS, _scored, part_of  # noqa: E402
+from bench.answers import CACHE, EVERY_SET, SETS, _scored, part_of  # noqa: E402
 from bench.relevance import JudgedSet, load_set  # noqa: E402
 
 def ablation(name: str):
@@ -75,7 +75,7 @@ def summary(scored: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     from tasks.synthesis.parameters import PARAMETERS
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sets", default="notes_en,debian_ref_zh,pydoc_topics,postgres_doc_en,debian_handbook_zh,gimp_help_en,libreoffice_help_zh")
+    parser.add_argument("--sets", default=EVERY_SET)
     parser.add_argument("--only", help="comma-separated ablations (default: all)")
     parser.add_argument("--halves", default="tune,test")
     args = parser.parse_args(argv)

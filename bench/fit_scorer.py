@@ -41,8 +41,8 @@ ROOT = BENCH.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.answers import (CACHE, SETS, answer_text, first_words, normal, nugget_found, part_of,  # noqa: E402
-                           percentile, reader_words)
+from bench.answers import (CACHE, SETS, TUNING_SETS, answer_text, first_words, normal, nugget_found,  # noqa: E402
+                           part_of, percentile, reader_words)
 from bench.relevance import load_set  # noqa: E402
 
 PARAMETERS_FILE = ROOT / "tasks" / "synthesis" / "parameters.py"
@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     from tasks.synthesis.parameters import PARAMETERS
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sets", default="notes_en,debian_ref_zh,pydoc_topics,postgres_doc_en,debian_handbook_zh")
+    parser.add_argument("--sets", default=TUNING_SETS)
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--write", action="store_true", help="put the fitted weights into parameters.py")
     args = parser.parse_args(argv)

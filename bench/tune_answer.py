@@ -25,6 +25,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.ablations import figures, questions_by_half, summary  # noqa: E402
+from bench.answers import TUNING_SETS  # noqa: E402
 
 MEDIAN_WORDS = 300
 PENALTY = 0.002  # per word over: 50 words too many cost a tenth of the facts
@@ -46,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     from tasks.synthesis.parameters import PARAMETERS
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sets", default="notes_en,debian_ref_zh,pydoc_topics,postgres_doc_en,debian_handbook_zh")
+    parser.add_argument("--sets", default=TUNING_SETS)
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args(argv)
     tuning = questions_by_half([n.strip() for n in args.sets.split(",") if n.strip()])["tune"]
