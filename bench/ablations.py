@@ -5,7 +5,7 @@ cache), scored on the tuning halves, the test halves and the test-only sets.
     .venv/bin/python bench/ablations.py [--sets ...] [--only heading,section]
 
 A feature that costs nothing on the test halves when it is off does not pay,
-and is removed from the code (bench/README.md lists what was measured).
+and is removed from the code (bench/HISTORY.md lists what was measured).
 """
 
 from __future__ import annotations

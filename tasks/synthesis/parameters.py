@@ -7,7 +7,7 @@ judged fact (a nugget) of their question, over the tuning halves of the
 judged sets, cross-validated by question. Run it again and it prints the
 weights to put here. The other parameters shape what the features measure
 and when a part counts as answered; they are set by measurement on the
-tuning halves (bench/README.md says which)."""
+tuning halves (bench/HISTORY.md says which)."""
 
 from __future__ import annotations
 
