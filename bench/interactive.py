@@ -16,6 +16,17 @@ For each command, the median of --repeat runs of:
   * ask: the command against a fake OpenRouter on 127.0.0.1; its work is the
     same ask() timed in this process against the same endpoint.
 Everything runs against a fresh SEARCHLAKE_HOME and PREFECT_HOME in a temp folder.
+
+    .venv/bin/python bench/interactive.py --quick [--repeat 7]
+
+measures only the quick commands, against the project's target for them (at
+most 3x a bare `python -c "import duckdb"` process, timed in the same run):
+`sql`, `tasks` and `report` of a missing task (its one-line error) on a lake
+holding the shipped samples (`searchlake demo`), interleaved with the bare
+process, the median of --repeat runs each; beside them, for scale, a process
+that imports DuckDB and loads the two extensions the default catalog needs
+(DuckLake and SQLite's client), which every command that opens the lake pays.
+No research run.
 """
 
 from __future__ import annotations
@@ -102,10 +113,64 @@ def in_process(work) -> float:
     return time.perf_counter() - started
 
 
+QUICK_QUERY = "select provider, count(*) from results group by 1"
+# A process that imports DuckDB and loads extension files given by path: the
+# engine's own start-up (tasks/lake/engine.py), without searchlake's.
+LOAD_EXTENSIONS = ("import duckdb, sys\ncon = duckdb.connect()\n"
+                   "for path in sys.argv[1:]: con.execute(f\"LOAD '{path}'\")")
+
+
+def quick_commands(repeat: int) -> None:
+    """The quick commands as whole processes against a bare `import duckdb`
+    process, in one run (see the module's docstring, --quick)."""
+    from importlib import import_module
+    from importlib.resources import files
+    home = Path(tempfile.mkdtemp(prefix="searchlake-quick-"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SEARCHLAKE_", "PREFECT_", "PIPELINE_"))}
+    env.update(SEARCHLAKE_HOME=str(home / "home"), PREFECT_HOME=str(home / "prefect"),
+               PREFECT_SERVER_ANALYTICS_ENABLED="false")
+    _, done = timed(searchlake("demo"), env)
+    assert done.returncode == 0, done.stderr
+    import duckdb
+    ducklake = files(import_module("duckdb_extension_ducklake")) / "extensions" / f"v{duckdb.__version__}"
+    extensions = [str(ducklake / "ducklake.duckdb_extension"),
+                  str(home / "home" / "extensions" / "sqlite_scanner.duckdb_extension")]  # the link demo made
+    baseline = "bare python -c \"import duckdb\""
+    commands = {  # name: (command, whether it ends on a one-line error)
+        baseline: ([sys.executable, "-c", "import duckdb"], False),
+        "sql": (searchlake("sql", QUICK_QUERY), False),
+        "tasks": (searchlake("tasks"), False),
+        "report of a missing task": (searchlake("report", "--task-id", "nope"), True),
+        "for scale: import duckdb, load DuckLake and SQLite's client": (
+            [sys.executable, "-c", LOAD_EXTENSIONS, *extensions], False),
+    }
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(repeat + 1):  # the first round warms the page cache and is not counted
+        for name, (command, refused) in commands.items():
+            whole, done = timed(command, env)
+            if refused:
+                assert done.returncode != 0 and done.stderr.startswith("error: ") and done.stderr.count("\n") == 1, \
+                    done.stderr
+            else:
+                assert done.returncode == 0, done.stderr
+            times[name].append(whole)
+    medians = {name: statistics.median(found[1:]) for name, found in times.items()}
+    print(f"\nmedian of {repeat} runs; load average {os.getloadavg()[0]:.1f} at the end\n")
+    print("| command | whole process (s) | ratio to the bare process |")
+    print("|---|---|---|")
+    for name, median in medians.items():
+        print(f"| {name} | {median:.2f} | {median / medians[baseline]:.2f}× |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--quick", action="store_true",
+                        help="only sql, tasks and report of a missing task, against a bare `import duckdb`")
     args = parser.parse_args()
+    if args.quick:
+        quick_commands(args.repeat)
+        return
     tmp = Path(tempfile.mkdtemp(prefix="searchlake-interactive-"))
     home = tmp / "home"
     (tmp / "prefect").mkdir()

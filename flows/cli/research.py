@@ -119,7 +119,7 @@ def print_run_outcome(trace_id: str, failure: str | None, details: bool = False)
 def _answer(config, task_id: str) -> list[str]:
     from schemas.report import ResearchReport
     from tasks.lake.catalog import open_catalog
-    from tasks.reporting.report import ReportNotFound, load_report
+    from tasks.reporting.published import ReportNotFound, load_report
     from tasks.reporting.terminal import answer_lines
     try:
         with open_catalog(config, "research: answer", read_only=True) as catalog:
@@ -176,26 +176,36 @@ def report(
 ) -> None:
     """Print (or write) a task's report from the lake."""
     from tasks.lake.catalog import open_catalog
-    from tasks.reporting.report import load_report, publish_report
+    from tasks.reporting.published import load_report
     if output is not None:
         check_output_file(output)
     config = settings()
-    with open_catalog(config, "report: plan", read_only=True) as catalog:
-        task_id = task_or_latest(catalog, task_id)
-        if rebuild:
-            from tasks.retrieval.plan_store import selected_source_ids, stored_plan
-            require_bundles(catalog, task_id)
-            plan, source_ids = stored_plan(catalog, task_id), selected_source_ids(catalog, task_id)
     if rebuild:
-        from tasks.common.llm import LLMConfig
-        publish_report(config, task_id, plan, llm=LLMConfig.from_settings(config), source_ids=source_ids)
+        task_id = _rebuild_report(config, task_id)
     with open_catalog(config, "report", read_only=True) as catalog:
+        task_id = task_or_latest(catalog, task_id)
         text = load_report(catalog, task_id, fmt.value)
     if output is None:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
     else:
         write_output(output, text)
         err.print(f"wrote {output}")
+
+
+def _rebuild_report(config, task_id: str | None) -> str:
+    """Synthesize and publish the task's (or the latest task's) report again
+    from the lake; the task it was. Publishing imports synthesis, a second or
+    so that printing a published report does without."""
+    from tasks.common.llm import LLMConfig
+    from tasks.lake.catalog import open_catalog
+    from tasks.reporting.report import publish_report
+    from tasks.retrieval.plan_store import selected_source_ids, stored_plan
+    with open_catalog(config, "report: plan", read_only=True) as catalog:
+        task_id = task_or_latest(catalog, task_id)
+        require_bundles(catalog, task_id)
+        plan, source_ids = stored_plan(catalog, task_id), selected_source_ids(catalog, task_id)
+    publish_report(config, task_id, plan, llm=LLMConfig.from_settings(config), source_ids=source_ids)
+    return task_id
 
 
 class ContextSize(str, Enum):

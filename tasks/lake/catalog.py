@@ -41,7 +41,7 @@ from tasks.common.settings import Settings
 from tasks.lake.catalog_lock import session_lock
 from tasks.lake.commits import commit_description, commit_scope, current_flow_run
 from tasks.lake.definitions import Definition, foreign_definitions, repair_statements, require_own_definitions
-from tasks.lake.engine import ALIAS, BUILTINS_FIRST, SHARED_ENGINE, TABLES_FOLDER, admits_one_process, own_engine
+from tasks.lake.engine import ALIAS, BUILTINS_FIRST, SHARED_ENGINE, TABLES_FOLDER, admits_one_process, new_reader
 from tasks.lake.engine_errors import (CatalogBusy, CatalogError, CatalogUnavailable, engine_errors,
                                       said_plainly)
 from tasks.lake.files import Lake, LakeWrite
@@ -165,9 +165,7 @@ def open_catalog(settings: Settings, purpose: str = "command", *, read_only: boo
     lake = Lake(settings.lake_root)
     with session_lock(settings, purpose, read_only), said_plainly(settings):
         if confined:
-            with SHARED_ENGINE.session(settings, lake) as con:
-                _ensure_schema(Catalog(con, lake, settings))
-            with own_engine(settings, lake) as con:
+            with _reader_on_current_schema(settings, lake) as con:
                 catalog = Catalog(con, lake, settings)
                 catalog.confine_to_lake()
                 yield catalog
@@ -178,6 +176,50 @@ def open_catalog(settings: Settings, purpose: str = "command", *, read_only: boo
             if own_definitions_only:
                 catalog.require_own_definitions()
             yield catalog
+
+
+@contextmanager
+def _reader_on_current_schema(settings: Settings, lake: Lake) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A DuckDB of its own with the lake attached read-only (engine.new_reader),
+    on a catalog that holds this version's tables and views. A read-only
+    attach cannot make them, so a catalog that lacks them is first brought up
+    to date in the shared engine. The shared engine is started for that
+    alone: it loads DuckLake and the catalog's client again (DuckDB checks
+    each extension's signature, half a second or so for the two), more than
+    most confined sessions' work."""
+    con = _reader_if_current(settings, lake)
+    if con is None:
+        with SHARED_ENGINE.session(settings, lake) as shared:
+            _ensure_schema(Catalog(shared, lake, settings))
+        con = new_reader(settings, lake)
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+def _reader_if_current(settings: Settings, lake: Lake) -> duckdb.DuckDBPyConnection | None:
+    """A reader (new_reader) when the catalog holds this version's schema;
+    None, with nothing left open, when it is new, made by an earlier
+    version, or not (yet) a DuckLake catalog a reader can attach. A
+    DuckDB-file catalog gets None too: it admits one program at a time, and
+    its sessions keep opening it in the shared engine first, so that a
+    program holding it is met as by every other command (busy)."""
+    if admits_one_process(settings) or (settings.catalog_is_embedded and not settings.catalog_path.exists()):
+        return None
+    try:
+        con = new_reader(settings, lake)
+    except CatalogError:  # the shared engine makes it, or says plainly what is wrong with it
+        return None
+    try:
+        current = _stored_fingerprint(Catalog(con, lake, settings)) == _schema_fingerprint()
+    except BaseException:
+        con.close()
+        raise
+    if not current:
+        con.close()
+        return None
+    return con
 
 
 # -- the schema ------------------------------------------------------------------

@@ -108,17 +108,17 @@ def _say_checkpoint_failed(exc: duckdb.IOException) -> None:
           f"file{full}: {redact(cause)}; the next command that finds room does it", file=sys.stderr)
 
 
-@contextmanager
-def own_engine(settings: Settings, lake: Lake) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A DuckDB of its own with the lake attached read-only."""
+def new_reader(settings: Settings, lake: Lake) -> duckdb.DuckDBPyConnection:
+    """A DuckDB of its own with the lake attached read-only; the caller closes it."""
     con = new_engine()
     try:
         use_temp_folder(con, settings)
         attach_lake(con, settings, lake, read_only=True)
         use_lake(con)
-        yield con
-    finally:
+    except BaseException:
         con.close()
+        raise
+    return con
 
 
 def use_lake(con: duckdb.DuckDBPyConnection) -> None:

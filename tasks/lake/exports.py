@@ -18,8 +18,6 @@ from __future__ import annotations
 import io
 import sys
 
-import pyarrow.parquet as pq
-
 from tasks.lake.catalog import Catalog
 from tasks.lake.own_folders import NotOurFolder
 from tasks.lake.sqlfiles import sql
@@ -61,6 +59,10 @@ def _export(catalog: Catalog, table: str, task_id: str) -> None:
 
 
 def _parquet(rows) -> bytes:
+    # Imported here: pyarrow (with numpy) takes a fifth of a second to import,
+    # paid by the commands that write an export, not by every one that
+    # imports consolidation (`searchlake report` does, for its errors).
+    import pyarrow.parquet as pq
     buffer = io.BytesIO()
     pq.write_table(rows, buffer, compression="zstd")
     return buffer.getvalue()

@@ -2,7 +2,8 @@
 sources from the lake, has them synthesized, modeled and built into a
 ResearchReport (tasks.reporting.build), and saves report.md, report.json and
 report.html together with the task's `reports` and `report_citations`
-catalog rows; and loads a published report back.
+catalog rows. Loading a published report back is tasks.reporting.published
+(re-exported here).
 """
 
 from __future__ import annotations
@@ -19,27 +20,18 @@ from tasks.common.llm import LLMConfig
 from tasks.common.settings import Settings
 from tasks.common.text import counted
 from tasks.lake.catalog import Catalog, current_flow_run, open_catalog
-from tasks.lake.consolidation import UnknownTask
 from tasks.lake.exports import refresh_exports
 from tasks.lake.files import Lake, LakeWrite
 from tasks.lake.sources import consolidated_sources, task_query_texts
-from tasks.lake.sqlfiles import records
 from tasks.reporting.build import build_report, numbered, render_json, render_markdown
 from tasks.reporting.html import render_html
 from tasks.reporting.layout import answer_of, source_numbers
+from tasks.reporting.published import FORMATS, ReportNotFound, load_report
 from tasks.synthesis.modeling import build_blueprint
 from tasks.synthesis.synthesizer import DEFAULT_MAX_SOURCES, SynthesisInput, synthesis_input, synthesize_material
 
 __all__ = ["FORMATS", "PublishedReport", "ReportNotFound", "build_report", "compose_report", "load_report",
            "publish_report", "read_synthesis_input", "render_json", "render_markdown", "store_report"]
-
-FORMATS = {"md": "report.md", "html": "report.html", "json": "report.json"}
-
-
-class ReportNotFound(UnknownTask):
-    """No report has been published for the task. (An UnknownTask, so the
-    CLI's existing handler prints it as a one-line error.)"""
-
 
 # -- the lake ---------------------------------------------------------------------
 
@@ -132,17 +124,6 @@ def store_report(catalog: Catalog, task_id: str, report: ResearchReport, synthes
         raise
     refresh_exports(catalog, task_id, ("reports", "report_citations"))
     return keys
-
-
-def load_report(catalog: Catalog, task_id: str, fmt: str = "md") -> str:
-    """The text of a task's published report in `fmt` (md, html or json)."""
-    if fmt not in FORMATS:
-        raise ValueError(f"unknown report format {fmt!r}: use md, html or json")
-    rows = records(catalog.run("report_paths", [task_id]))
-    if not rows:
-        raise ReportNotFound(f"no report has been published for task {task_id!r}")
-    key = rows[0][f"{fmt}_path"]
-    return catalog.lake.read_bytes(key).decode("utf-8")
 
 
 # -- the whole step ---------------------------------------------------------------
