@@ -24,6 +24,8 @@ if str(ROOT) not in sys.path:
 from bench.answers import CACHE, EVERY_SET, SETS, _scored, part_of  # noqa: E402
 from bench.relevance import JudgedSet, load_set  # noqa: E402
 
+SENTENCE_VECTORS = BENCH / "out" / "sentence-vectors.sqlite"
+
 def ablation(name: str):
     """The scorer's parameters with the feature `name` switched off."""
     from tasks.synthesis.parameters import PARAMETERS
@@ -56,13 +58,15 @@ def figures(items: list[tuple[JudgedSet, dict, dict | None]], params, opts=None)
     synthesized again with `params` (and the extractive options `opts`)."""
     from tasks.synthesis.base import Source
     from tasks.synthesis.extractive import ExtractiveOptions, extractive_synthesis
+    from tasks.synthesis.sentence_model import vectors_kept_in
     opts = opts or ExtractiveOptions()
     by_set: dict[str, tuple[JudgedSet, list]] = {}
-    for judged, q, cached in items:
-        result = None if cached is None else extractive_synthesis(
-            [Source(**s) for s in cached["sources"]], cached["question"], cached["plan"], opts,
-            params).model_dump(mode="json")
-        by_set.setdefault(judged.name, (judged, []))[1].append((q, result))
+    with vectors_kept_in(SENTENCE_VECTORS):  # the model reads a passage once over all runs
+        for judged, q, cached in items:
+            result = None if cached is None else extractive_synthesis(
+                [Source(**s) for s in cached["sources"]], cached["question"], cached["plan"], opts,
+                params).model_dump(mode="json")
+            by_set.setdefault(judged.name, (judged, []))[1].append((q, result))
     return {name: _scored(judged, pairs) for name, (judged, pairs) in by_set.items()}
 
 

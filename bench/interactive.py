@@ -9,8 +9,11 @@ For each command, the median of --repeat runs of:
     background `searchlake serve` and hands its run to it (cold), the next
     one finds that server running (warm), and --here runs the flow in the
     command's own process (Prefect's temporary server); each round stops the
-    server so the next cold run is cold again; its work is the run's own stage
-    time (runs.elapsed_seconds);
+    server so the next cold run is cold again; every one of them asks a
+    question not asked before, and beside them a question asked before
+    (whose passages the sentence model has read: their vectors are kept in
+    the home) is asked again in the server and with --here; its work is the
+    run's own stage time (runs.elapsed_seconds);
   * sql, report: the command as a process; its work is the same call
     (open the catalog, run the query / load the report) timed in this process;
   * ask: the command against a fake OpenRouter on 127.0.0.1; its work is the
@@ -45,7 +48,20 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-QUESTION = "How does Python's garbage collector handle reference cycles?"
+# A new question for every research command (its passages not yet read by the sentence model), then
+# questions asked before, whose passages' vectors the home has kept.
+QUESTIONS = ["How does Python's garbage collector handle reference cycles?",
+             "What does the with statement do with the context manager's __exit__ method?",
+             "When are default argument values evaluated?",
+             "What is the difference between the is operator and ==?",
+             "How does a generator resume after a yield expression?",
+             "When is an object's __del__ method called?",
+             "How are names resolved in nested functions?",
+             "What does the global statement do?",
+             "How does a decorator change the function it is applied to?",
+             "What happens when an exception is raised inside a finally clause?",
+             "How are keyword-only parameters declared?",
+             "What does the nonlocal statement do?"]
 COMPLETION = {"id": "gen-1", "object": "chat.completion", "model": "openai/gpt-4o-mini",
               "choices": [{"index": 0, "finish_reason": "stop", "message": {
                   "role": "assistant", "content": "Reference cycles are found by the cyclic collector.",
@@ -186,21 +202,29 @@ def main() -> None:
         rows.setdefault(name, []).append((whole, work))
         print(f"  {name}: process {whole:.2f} s, work {work:.2f} s, ratio {whole / work:.2f}", flush=True)
 
+    new_questions = iter(QUESTIONS * (1 + 3 * args.repeat // len(QUESTIONS)))
+    asked: list[str] = []
+
+    def research(name: str, question: str, task_id: str, *flags: str, served: bool | None = None) -> None:
+        whole, done = timed(searchlake("research", question, "--task-id", task_id, *flags), env)
+        assert done.returncode == 0, done.stderr
+        if served is not None:
+            assert ("started searchlake serve" in done.stderr) == (not served), done.stderr
+        record(name, whole, run_elapsed(home, done.stdout))
+        asked.append(question)
+
     for i in range(args.repeat):
         try:
-            whole, done = timed(searchlake("research", QUESTION, "--task-id", f"cold-{i}"), env)
-            assert done.returncode == 0 and "started searchlake serve" in done.stderr, done.stderr
-            record("research, first command (starts searchlake serve)", whole, run_elapsed(home, done.stdout))
-            whole, done = timed(searchlake("research", QUESTION, "--task-id", f"warm-{i}"), env)
-            assert done.returncode == 0 and "started searchlake serve" not in done.stderr, done.stderr
-            assert "running in searchlake serve" in done.stderr, done.stderr
-            record("research, later commands (searchlake serve running)", whole, run_elapsed(home, done.stdout))
+            research("research, first command (starts searchlake serve)", next(new_questions), f"cold-{i}",
+                     served=False)
+            research("research, later commands (searchlake serve running)", next(new_questions), f"warm-{i}",
+                     served=True)
+            research("research, later command, a question asked before", asked[0], f"again-{i}", served=True)
         finally:
             stop_server(home)
     for i in range(args.repeat):
-        whole, done = timed(searchlake("research", QUESTION, "--task-id", f"here-{i}", "--here"), env)
-        assert done.returncode == 0, done.stderr
-        record("research --here (temporary Prefect server)", whole, run_elapsed(home, done.stdout))
+        research("research --here (temporary Prefect server)", next(new_questions), f"here-{i}", "--here")
+        research("research --here, a question asked before", asked[1], f"here-again-{i}", "--here")
 
     from schemas.ask import AskOptions
     from tasks.ask.single_shot import ask

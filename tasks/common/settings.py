@@ -330,6 +330,11 @@ class Settings(_Settings):
         return self.lake or str(self.home / "lake")
 
     @cached_property
+    def sentence_vectors_path(self) -> Path:
+        """Where the sentence model's vectors are kept (tasks/synthesis/vector_store.py)."""
+        return self.home / "cache" / "sentence-vectors.sqlite"
+
+    @cached_property
     def catalog_is_embedded(self) -> bool:
         """A catalog file on this machine (not a database server's connection string)."""
         return not _CATALOG_SERVER.match(self.catalog or "")

@@ -28,6 +28,7 @@ from tasks.reporting.html import render_html
 from tasks.reporting.layout import answer_of, source_numbers
 from tasks.reporting.published import FORMATS, ReportNotFound, load_report
 from tasks.synthesis.modeling import build_blueprint
+from tasks.synthesis.sentence_model import vectors_kept_in
 from tasks.synthesis.synthesizer import DEFAULT_MAX_SOURCES, SynthesisInput, synthesis_input, synthesize_material
 
 __all__ = ["FORMATS", "PublishedReport", "ReportNotFound", "build_report", "compose_report", "load_report",
@@ -167,7 +168,8 @@ def publish_report(settings: Settings, task_id: str, plan: dict | None = None, *
     (they may call a model), then record the report in a second session."""
     with open_catalog(settings, f"{purpose}: read sources", read_only=True) as catalog:
         material = read_synthesis_input(catalog, task_id, plan, question=question, source_ids=source_ids)
-    report, synthesis, blueprint = compose_report(material, llm=llm, client=client)
+    with vectors_kept_in(settings.sentence_vectors_path):
+        report, synthesis, blueprint = compose_report(material, llm=llm, client=client)
     with open_catalog(settings, f"{purpose}: store") as catalog:
         keys = store_report(catalog, task_id, report, synthesis, blueprint)
         uris = {name: catalog.lake.uri(key) for name, key in keys.items()}

@@ -115,7 +115,7 @@ def verify_citations(result: SynthesisResult, sources: list[Source]) -> Synthesi
     by_id = {s.source_id: s for s in sources}
     for citation in result.all_citations():
         source = by_id.get(citation.source_id)
-        span = locate(citation.quote, source.text) if source else None
+        span = _span(citation, source.text) if source else None
         citation.verified = span is not None
         if span is not None:
             citation.start, citation.end = span
@@ -126,6 +126,16 @@ def verify_citations(result: SynthesisResult, sources: list[Source]) -> Synthesi
             result.warnings.append(f"unverified citation: the quote “{shown}” was not found in the text of "
                                    f"{citation.domain or citation.url}; it is not shown as evidence")
     return result
+
+
+def _span(citation: Citation, text: str) -> tuple[int, int] | None:
+    """Where a citation's quote lies in the text: at its own offsets when the
+    text holds the quote there verbatim (what the extractive synthesizer
+    cites), else wherever `locate` finds it."""
+    start, end = citation.start, citation.end
+    if citation.quote and start is not None and end is not None and text[start:end] == citation.quote:
+        return start, end
+    return locate(citation.quote, text)
 
 
 def citability(citations: list[Citation]) -> str:
