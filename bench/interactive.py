@@ -95,10 +95,11 @@ def searchlake(*args: str) -> list[str]:
     return [sys.executable, "-m", "flows.cli", *args]
 
 
-def run_elapsed(home: Path, stdout: str) -> float:
+def run_elapsed(home: Path, output: str) -> float:
+    """The run's own stage time, by the trace id the command printed (on stderr, with its progress)."""
     from tasks.common.settings import Settings
     from tasks.lake.catalog import open_catalog
-    trace = next(line.split()[-1] for line in stdout.splitlines() if line.startswith("trace id:"))
+    trace = next(line.split()[-1] for line in output.splitlines() if line.startswith("trace id:"))
     with open_catalog(Settings(home=home), "bench", read_only=True) as catalog:
         return catalog.con.execute("SELECT elapsed_seconds FROM runs WHERE trace_id = ?", [trace]).fetchone()[0]
 
@@ -209,8 +210,8 @@ def main() -> None:
         whole, done = timed(searchlake("research", question, "--task-id", task_id, *flags), env)
         assert done.returncode == 0, done.stderr
         if served is not None:
-            assert ("started searchlake serve" in done.stderr) == (not served), done.stderr
-        record(name, whole, run_elapsed(home, done.stdout))
+            assert ("started a background searchlake serve" in done.stderr) == (not served), done.stderr
+        record(name, whole, run_elapsed(home, done.stderr + done.stdout))
         asked.append(question)
 
     for i in range(args.repeat):
