@@ -255,3 +255,24 @@ def test_a_documents_control_and_bidi_characters_reach_no_reader(settings, tmp_p
     citations = [c for c in stored.synthesis.all_citations() if c.verified]
     assert any(RLO in c.quote or RED in c.quote for c in citations)
     assert all(texts[c.source_id][c.start:c.end] == c.quote for c in citations)
+
+
+def test_a_report_published_again_reads_no_passage_anew(settings, lake, inbox, new_bundle, new_item, monkeypatch):
+    """The sentence model's vectors are kept in the home: the same task's
+    report, published again by another process, reads none of its passages
+    with the model again."""
+    import sqlite3
+
+    import tasks.synthesis.sentence_model as sentence_model
+    _land(settings, inbox, new_bundle, new_item)
+    monkeypatch.setattr(sentence_model, "_memory", type(sentence_model._memory)())  # nothing read in this process
+    first = publish_report(settings, "t1", PLAN)
+    with sqlite3.connect(settings.sentence_vectors_path) as db:
+        assert db.execute("SELECT count(*) FROM vectors").fetchone()[0] > 0
+    monkeypatch.setattr(sentence_model, "_memory", type(sentence_model._memory)())  # as in a new process
+    model, read = sentence_model._model(), []
+    real = model.passage
+    monkeypatch.setattr(model, "passage", lambda texts: read.append(texts) or real(texts))
+    again = publish_report(settings, "t1", PLAN)
+    assert read == []
+    assert again.report.synthesis.answer == first.report.synthesis.answer
