@@ -9,6 +9,8 @@ no --library), with --n questions made from its topic names:
   * the baseline: --n separate `searchlake research "Q" --here` commands
     (each its own process and Prefect temporary server), one after another,
     on a fresh home: questions per minute, peak memory;
+  * the answers: for each concurrency, how many questions the batch
+    answered word for word as the separate command did;
   * SIGKILL and resume: the batch at concurrency 2 killed (its whole process
     group) once --kill-after questions have a report, then run again: every
     question answered once, no query landed twice, the answered ones not run
@@ -82,6 +84,22 @@ def answered(home: Path) -> dict:
                 "bundles": rows("SELECT task_id, count(*), count(DISTINCT query_id) FROM bundles GROUP BY task_id")}
 
 
+def answers(home: Path) -> dict[str, list[str]]:
+    """Each question's answer, its points' texts, as the lake's reports hold it."""
+    from tasks.common.settings import Settings
+    from tasks.lake.catalog import open_catalog
+    from tasks.reporting.report import load_report
+    with open_catalog(Settings(home=home), "bench", read_only=True) as catalog:
+        tasks = catalog.con.execute("SELECT task_id, question FROM reports").fetchall()
+        return {question: [point["text"] for point in json.loads(load_report(catalog, task, "json"))["synthesis"]["answer"]]
+                for task, question in tasks}
+
+
+def identical(batch: dict[str, list[str]], separate: dict[str, list[str]]) -> str:
+    """How many of the separate commands' answers the batch gave word for word."""
+    return f"{sum(batch.get(q) == a for q, a in separate.items())}/{len(separate)}"
+
+
 def kill_and_resume(questions: Path, n: int, kill_after: int, workdir: Path) -> dict:
     home, prefect_home = workdir / "kill-home", workdir / "kill-prefect"
     env = environment(home, prefect_home)
@@ -121,6 +139,7 @@ def main() -> None:
         workdir = Path(folder)
         questions = workdir / "questions.txt"
         texts = corpus_questions(args.n)
+        given: dict[int, dict[str, list[str]]] = {}
         questions.write_text("\n".join(texts) + "\n", encoding="utf-8")
         for concurrency in [int(c) for c in args.concurrency.split(",")]:
             env = environment(workdir / f"home-c{concurrency}", workdir / f"prefect-c{concurrency}")
@@ -128,6 +147,7 @@ def main() -> None:
                                                         "--concurrency", str(concurrency))], env)
             results["batch"][concurrency] = {"seconds": round(seconds, 1), "per_minute": round(args.n * 60 / seconds, 2),
                                              "peak_mb": peak, "exit": codes[0]}
+            given[concurrency] = answers(workdir / f"home-c{concurrency}")
             print(f"batch, concurrency {concurrency}: {seconds:.1f} s, {args.n * 60 / seconds:.2f} questions/min, "
                   f"peak {peak} MB, exit {codes[0]}", flush=True)
         env = environment(workdir / "home-separate", workdir / "prefect-separate")
@@ -137,6 +157,9 @@ def main() -> None:
                                "peak_mb": peak, "exits": dict(Counter(codes))}
         print(f"{args.n} separate commands: {seconds:.1f} s, {args.n * 60 / seconds:.2f} questions/min, "
               f"peak {peak} MB, exits {dict(Counter(codes))}", flush=True)
+        separate_answers = answers(workdir / "home-separate")
+        for concurrency, batch in results["batch"].items():
+            batch["answers_identical"] = identical(given[concurrency], separate_answers)
         results["kill_and_resume"] = kill_and_resume(questions, args.n, min(args.kill_after, args.n - 1), workdir)
         print(f"SIGKILL and resume: {results['kill_and_resume']}", flush=True)
     for concurrency, batch in results["batch"].items():
@@ -144,13 +167,14 @@ def main() -> None:
     out = ROOT / "bench" / "out"
     out.mkdir(exist_ok=True)
     (out / "batch.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
-    print("\n| | seconds | questions/min | × separate | peak MB |\n|---|---|---|---|---|")
+    print("\n| | seconds | questions/min | × separate | peak MB | answers as the separate commands' |\n"
+          "|---|---|---|---|---|---|")
     for concurrency, batch in results["batch"].items():
         print(f"| batch, concurrency {concurrency} | {batch['seconds']} | {batch['per_minute']} | "
-              f"{batch['speedup_vs_separate']} | {batch['peak_mb']} |")
+              f"{batch['speedup_vs_separate']} | {batch['peak_mb']} | {batch['answers_identical']} |")
     separate = results["separate"]
     print(f"| {args.n} separate commands | {separate['seconds']} | {separate['per_minute']} | 1.0 | "
-          f"{separate['peak_mb']} |")
+          f"{separate['peak_mb']} | |")
 
 
 if __name__ == "__main__":
