@@ -404,11 +404,12 @@ def test_runs_in_progress_beat_together_and_stop_when_they_end(lake, settings, m
     monkeypatch.setenv("SEARCHLAKE_RUN_HEARTBEAT_SECONDS", "0.2")
     beating = Settings()
     runs = [uuid.uuid4().hex for _ in range(3)]
+    lease = 2.5  # many beats long: a commit stalled by a busy machine must not end a live run
     for run in runs:
-        start_run(beating, run, TASK, "Why?", None, "default", Budget(), lease_seconds=0.8)
+        start_run(beating, run, TASK, "Why?", None, "default", Budget(), lease_seconds=lease)
     before = lake.rows("SELECT max(snapshot_id) FROM lake.snapshots()")[0][0]
     with keep_alive(beating, runs[0], TASK), keep_alive(beating, runs[1], TASK), keep_alive(beating, runs[2], TASK):
-        time.sleep(2.0)
+        time.sleep(lease + 0.5)
         assert [status_of(lake, run)["status"] for run in runs] == ["running"] * 3  # past their lease, alive
     deadline = time.monotonic() + 60
     while _beating_for(beating).thread is not None:  # the beating stops once no run is left (a beat in flight lands)
@@ -418,7 +419,7 @@ def test_runs_in_progress_beat_together_and_stop_when_they_end(lake, settings, m
     commits = lake.dicts("SELECT commit_message FROM lake.snapshots() WHERE snapshot_id > ?", [before])
     assert beats[1] == 3 and beats[0] == 3 * len(commits) >= 3  # one commit per heartbeat, every run in it
     assert {c["commit_message"] for c in commits} == {"heartbeat: 3 runs in progress"}
-    time.sleep(1.0)
+    time.sleep(lease + 0.5)
     assert [status_of(lake, run)["status"] for run in runs] == ["interrupted"] * 3
     with open_catalog(settings, "test: history", read_only=True) as catalog:  # `searchlake history` leaves them out
         assert not [entry for entry in lake_history(catalog, limit=100) if (entry.message or "").startswith("heartbeat")]
