@@ -21,10 +21,8 @@ ROOT = BENCH.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.answers import CACHE, EVERY_SET, SETS, _scored, part_of  # noqa: E402
+from bench.answers import CACHE, EVERY_SET, SENTENCE_VECTORS, SETS, _scored, part_of  # noqa: E402
 from bench.relevance import JudgedSet, load_set  # noqa: E402
-
-SENTENCE_VECTORS = BENCH / "out" / "sentence-vectors.sqlite"
 
 def ablation(name: str):
     """The scorer's parameters with the feature `name` switched off."""
@@ -61,7 +59,7 @@ def figures(items: list[tuple[JudgedSet, dict, dict | None]], params, opts=None)
     from tasks.synthesis.sentence_model import vectors_kept_in
     opts = opts or ExtractiveOptions()
     by_set: dict[str, tuple[JudgedSet, list]] = {}
-    with vectors_kept_in(SENTENCE_VECTORS):  # the model reads a passage once over all runs
+    with vectors_kept_in(SENTENCE_VECTORS):
         for judged, q, cached in items:
             result = None if cached is None else extractive_synthesis(
                 [Source(**s) for s in cached["sources"]], cached["question"], cached["plan"], opts,

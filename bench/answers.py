@@ -63,6 +63,7 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 SETS = BENCH / "answers"
 CACHE = BENCH / "out" / "answers"
+SENTENCE_VECTORS = BENCH / "out" / "sentence-vectors.sqlite"  # the model reads a passage once over all runs
 # the sets that guide changes (the tuning halves of the first three, and two tuning-only manuals) ...
 TUNING_SETS = "notes_en,debian_ref_zh,pydoc_topics,postgres_doc_en,debian_handbook_zh"
 # ... and every set, with the two built to test on only
@@ -270,7 +271,9 @@ def evaluate(judged: JudgedSet, limit: int | None, resynth: bool, llm: bool) -> 
     started = time.perf_counter()
     result: dict = {"set": judged.name, "library": judged.library or "pydoc_data.topics (default corpus)"}
     if resynth:
-        syntheses = [resynthesize(judged, q, llm) for q in questions]
+        from tasks.synthesis.sentence_model import vectors_kept_in
+        with vectors_kept_in(SENTENCE_VECTORS):
+            syntheses = [resynthesize(judged, q, llm) for q in questions]
     else:
         relevant = [set(q["relevant"]) for q in questions]
         ranked, syntheses, aborted = [], [], []

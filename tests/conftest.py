@@ -462,3 +462,25 @@ def duckdb_file_home(settings) -> Settings:
     current = Settings()
     assert current.catalog_is_earlier_file
     return current
+
+
+@pytest.fixture
+def sentence_model_reads(monkeypatch):
+    """What the real model is asked to read, passage by passage, with the
+    process's memory of vectors emptied (as in a new process)."""
+    import tasks.synthesis.sentence_model as sentence_model
+    monkeypatch.setattr(sentence_model, "_memory", type(sentence_model._memory)())
+    model = sentence_model._model()
+    read: list[str] = []
+    real = model.passage
+
+    def counted(texts):
+        read.extend([texts] if isinstance(texts, str) else texts)
+        return real(texts)
+
+    monkeypatch.setattr(model, "passage", counted)
+
+    def forget() -> None:
+        sentence_model._memory.clear()
+
+    return read, forget

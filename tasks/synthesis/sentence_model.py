@@ -78,8 +78,8 @@ def _vectors(model, role: str, texts: list[str]) -> list[np.ndarray]:
     computing only those neither remembered nor kept on disk."""
     missing = list(dict.fromkeys(t for t in texts if (role, t) not in _memory))
     store = _kept.get()
-    if missing and store is not None:
-        keys = {text: store.key(role, text) for text in missing}
+    keys = {text: store.key(role, text) for text in missing} if store is not None else {}
+    if keys:
         kept = store.get(list(keys.values()))
         for text in missing:
             if keys[text] in kept:
@@ -92,7 +92,7 @@ def _vectors(model, role: str, texts: list[str]) -> list[np.ndarray]:
         for text, vector in zip(missing, computed):
             _memory[(role, text)] = vector
         if store is not None:
-            store.put({store.key(role, text): vector for text, vector in zip(missing, computed)})
+            store.put({keys[text]: vector for text, vector in zip(missing, computed)})
     out = []
     for text in texts:
         _memory.move_to_end((role, text))

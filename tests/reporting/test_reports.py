@@ -257,22 +257,20 @@ def test_a_documents_control_and_bidi_characters_reach_no_reader(settings, tmp_p
     assert all(texts[c.source_id][c.start:c.end] == c.quote for c in citations)
 
 
-def test_a_report_published_again_reads_no_passage_anew(settings, lake, inbox, new_bundle, new_item, monkeypatch):
+def test_a_report_published_again_reads_no_passage_anew(settings, lake, inbox, new_bundle, new_item,
+                                                         sentence_model_reads):
     """The sentence model's vectors are kept in the home: the same task's
     report, published again by another process, reads none of its passages
     with the model again."""
     import sqlite3
 
-    import tasks.synthesis.sentence_model as sentence_model
+    read, forget = sentence_model_reads
     _land(settings, inbox, new_bundle, new_item)
-    monkeypatch.setattr(sentence_model, "_memory", type(sentence_model._memory)())  # nothing read in this process
     first = publish_report(settings, "t1", PLAN)
     with sqlite3.connect(settings.sentence_vectors_path) as db:
         assert db.execute("SELECT count(*) FROM vectors").fetchone()[0] > 0
-    monkeypatch.setattr(sentence_model, "_memory", type(sentence_model._memory)())  # as in a new process
-    model, read = sentence_model._model(), []
-    real = model.passage
-    monkeypatch.setattr(model, "passage", lambda texts: read.append(texts) or real(texts))
+    forget()  # as in a new process
+    read.clear()
     again = publish_report(settings, "t1", PLAN)
     assert read == []
     assert again.report.synthesis.answer == first.report.synthesis.answer

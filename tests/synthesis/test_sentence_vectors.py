@@ -9,7 +9,6 @@ import logging
 import sqlite3
 
 import numpy as np
-import pytest
 
 import tasks.synthesis.sentence_model as sentence_model
 import tasks.synthesis.vector_store as vector_store
@@ -21,29 +20,8 @@ PASSAGES = ["CPython frees an object when its reference count drops to zero.",
             "Tabs and spaces may not be mixed in indentation."]
 
 
-@pytest.fixture
-def reads(monkeypatch):
-    """What the real model is asked to read, passage by passage, with the
-    process's memory of vectors emptied (as in a new process)."""
-    monkeypatch.setattr(sentence_model, "_memory", type(sentence_model._memory)())
-    model = sentence_model._model()
-    read: list[str] = []
-    real = model.passage
-
-    def counted(texts):
-        read.extend([texts] if isinstance(texts, str) else texts)
-        return real(texts)
-
-    monkeypatch.setattr(model, "passage", counted)
-
-    def forget() -> None:
-        sentence_model._memory.clear()
-
-    return read, forget
-
-
-def test_a_passage_is_read_once_across_processes(tmp_path, reads):
-    read, forget = reads
+def test_a_passage_is_read_once_across_processes(tmp_path, sentence_model_reads):
+    read, forget = sentence_model_reads
     path = tmp_path / "cache" / "sentence-vectors.sqlite"
     with vectors_kept_in(path):
         first = closeness(QUESTION, PASSAGES)
@@ -59,8 +37,8 @@ def test_a_passage_is_read_once_across_processes(tmp_path, reads):
     assert np.array_equal(list(kept.values())[0], sentence_model._model().passage([PASSAGES[0]])[0])
 
 
-def test_a_file_that_is_not_a_store_costs_a_reread_not_an_error(tmp_path, reads, caplog):
-    read, forget = reads
+def test_a_file_that_is_not_a_store_costs_a_reread_not_an_error(tmp_path, sentence_model_reads, caplog):
+    read, forget = sentence_model_reads
     path = tmp_path / "sentence-vectors.sqlite"
     path.write_bytes(b"not a database, written by someone else" * 100)
     expected = closeness(QUESTION, PASSAGES)
@@ -71,8 +49,8 @@ def test_a_file_that_is_not_a_store_costs_a_reread_not_an_error(tmp_path, reads,
     assert "unusable" in caplog.text and str(path) in caplog.text
 
 
-def test_a_planted_row_of_the_wrong_size_is_read_again(tmp_path, reads):
-    read, forget = reads
+def test_a_planted_row_of_the_wrong_size_is_read_again(tmp_path, sentence_model_reads):
+    read, forget = sentence_model_reads
     path = tmp_path / "sentence-vectors.sqlite"
     expected = closeness(QUESTION, PASSAGES)
     forget()
