@@ -56,7 +56,7 @@ def figures(items: list[tuple[JudgedSet, dict, dict | None]], params, opts=None)
     synthesized again with `params` (and the extractive options `opts`)."""
     from tasks.synthesis.base import Source
     from tasks.synthesis.extractive import ExtractiveOptions, extractive_synthesis
-    from tasks.synthesis.sentence_model import vectors_kept_in
+    from tasks.common.sentence_model import vectors_kept_in
     opts = opts or ExtractiveOptions()
     by_set: dict[str, tuple[JudgedSet, list]] = {}
     with vectors_kept_in(SENTENCE_VECTORS):

@@ -271,7 +271,7 @@ def evaluate(judged: JudgedSet, limit: int | None, resynth: bool, llm: bool) -> 
     started = time.perf_counter()
     result: dict = {"set": judged.name, "library": judged.library or "pydoc_data.topics (default corpus)"}
     if resynth:
-        from tasks.synthesis.sentence_model import vectors_kept_in
+        from tasks.common.sentence_model import vectors_kept_in
         with vectors_kept_in(SENTENCE_VECTORS):
             syntheses = [resynthesize(judged, q, llm) for q in questions]
     else:

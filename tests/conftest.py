@@ -468,7 +468,7 @@ def duckdb_file_home(settings) -> Settings:
 def sentence_model_reads(monkeypatch):
     """What the real model is asked to read, passage by passage, with the
     process's memory of vectors emptied (as in a new process)."""
-    import tasks.synthesis.sentence_model as sentence_model
+    import tasks.common.sentence_model as sentence_model
     monkeypatch.setattr(sentence_model, "_memory", type(sentence_model._memory)())
     model = sentence_model._model()
     read: list[str] = []

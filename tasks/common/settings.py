@@ -331,7 +331,7 @@ class Settings(_Settings):
 
     @cached_property
     def sentence_vectors_path(self) -> Path:
-        """Where the sentence model's vectors are kept (tasks/synthesis/vector_store.py)."""
+        """Where the sentence model's vectors are kept (tasks/common/vector_store.py)."""
         return self.home / "cache" / "sentence-vectors.sqlite"
 
     @cached_property

@@ -28,7 +28,7 @@ from tasks.reporting.html import render_html
 from tasks.reporting.layout import answer_of, source_numbers
 from tasks.reporting.published import FORMATS, ReportNotFound, load_report
 from tasks.synthesis.modeling import build_blueprint
-from tasks.synthesis.sentence_model import vectors_kept_in
+from tasks.common.sentence_model import vectors_kept_in
 from tasks.synthesis.synthesizer import DEFAULT_MAX_SOURCES, SynthesisInput, synthesis_input, synthesize_material
 
 __all__ = ["FORMATS", "PublishedReport", "ReportNotFound", "build_report", "compose_report", "load_report",

@@ -39,7 +39,7 @@ A later part's coverage, heading and section shares in its ranking also
 count the words of the parts before it, at `carried`: "怎么转换？"
 after a question about line endings asks how to convert line endings.
 
-Then the multilingual sentence model (tasks/synthesis/sentence_model.py)
+Then the multilingual sentence model (tasks/common/sentence_model.py)
 reads the `sentence_pool` windows all of the above ranks first in each
 script (Chinese, other), and its closeness to the question adds to their
 relevance and support: it reads whole sentences in both languages where
@@ -207,7 +207,7 @@ def _sentence_closeness(question: Question, found: list[Window], relevance: np.n
     other signals read words, so a passage in the other language than the
     question ranks low by them; the model reads across languages, but reads
     any passage in the question's own language as somewhat closer."""
-    from tasks.synthesis.sentence_model import closeness
+    from tasks.common.sentence_model import closeness
     out = np.zeros(len(found))
     order = np.argsort(-relevance, kind="stable")
     chinese = np.array([has_han(w.text) for w in found], dtype=bool)

@@ -69,3 +69,59 @@ def test_the_answer_ranks_first_although_a_one_word_query_ranks_another_page_fir
     assert [Path(item.url).name for item in first_query][0] == "projects.md"
     projects = first_query[0]
     assert projects.score_provider > projects.score_relevance
+
+
+# A Chinese question that shares its characters with a page about something
+# else, and only 硬盘 with the page that answers it (and with a page about
+# disks that does not).
+DISK_QUESTION = "怎么提前发现硬盘快要坏了？"
+DISK_PAGES = {
+    "smart.md": "# 使用 SMART 预测硬盘故障\n\n用 smartctl -a /dev/sda 查看硬盘的 SMART 属性：重新分配的扇区"
+                "越来越多，说明硬盘即将损坏，应该尽快备份数据并更换。",
+    "fruit.md": "# 水果快要坏了怎么办\n\n怎么提前发现水果快要坏了？闻一闻，摸一摸：发软、有斑点就是快要坏了。"
+                "快要坏了的香蕉可以做成蛋糕。",
+    "partitions.md": "# 磁盘分区\n\n新买的硬盘要先分区：用 fdisk 或 parted 建立分区表和分区，再用 mkfs 在每个分区上"
+                     "建立文件系统，最后把分区挂载到 /mnt 或写进 /etc/fstab，开机时自动挂载。",
+    "badblocks.md": "# 检查坏道\n\n用 badblocks -sv /dev/sdb 扫描硬盘上的坏块，再用 e2fsck -l 把坏块记下来，"
+                    "文件系统就不会再往坏块上写数据。",
+    "network.md": "# 网络设置\n\n在 /etc/network/interfaces 中配置网卡的地址和网关。",
+}
+
+
+@pytest.fixture
+def disk_library(settings, tmp_path) -> Settings:
+    folder = tmp_path / "zh"
+    folder.mkdir()
+    for name, text in DISK_PAGES.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    return Settings(home=settings.home, library=folder)
+
+
+def test_the_question_is_ranked_by_meaning_in_chinese(disk_library, sentence_model_reads):
+    library = build_provider("library", disk_library)
+    by_words = library.search(Query("q", DISK_QUESTION, "library"), 5)
+    assert Path(by_words[0].url).name == "fruit.md"  # the characters alone put the fruit first
+
+    hits = library.search(Query("q", DISK_QUESTION, "library", question=DISK_QUESTION), 5)
+    by_question = sorted(hits, key=lambda hit: -hit.question_score)
+    assert Path(by_question[0].url).name == "smart.md"
+    assert all(0 <= hit.question_score <= 1 for hit in hits)
+    read, _ = sentence_model_reads
+    assert any("SMART" in text for text in read)  # the model read the passages
+
+
+def test_a_question_asked_again_in_a_new_process_reads_no_passage_anew(disk_library, sentence_model_reads,
+                                                                       monkeypatch):
+    import tasks.retrieval.providers.library.index as index
+
+    read, forget = sentence_model_reads
+    asked = Query("q", "硬盘", "library", question=DISK_QUESTION)
+    first = build_provider("library", disk_library).search(asked, 5)
+    assert read and disk_library.sentence_vectors_path.is_file()
+    forget()  # as in a new process: no vectors, no index in memory
+    monkeypatch.setattr(index, "_LOADED", {})
+    read.clear()
+    again = build_provider("library", disk_library).search(asked, 5)
+    assert read == []
+    assert [(hit.url, hit.question_score) for hit in again] == [(hit.url, hit.question_score) for hit in first]
+

@@ -29,7 +29,10 @@ about something the library lacks scores low even for its best hit.
 
 question_score — the same score of the same document for the task's
 question (`Query.question`): its relevance to the question, whatever query
-found it, so that every hit of a task is ranked on one scale.
+found it, so that every hit of a task is ranked on one scale. The question's
+ranking also reads meaning (`question_ranking`): the multilingual sentence
+model reads the best passages of the first documents, in English and Chinese
+alike, and its order joins the fusion.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
@@ -48,6 +52,7 @@ from tasks.retrieval.providers.base import Hit, Prepared, Query
 from tasks.retrieval.providers.library.documents import corpus_for
 from tasks.retrieval.providers.library.embeddings import embed
 from tasks.retrieval.providers.library.index import K1, IndexReport, LibraryIndex, index_library, open_index
+from tasks.common.sentence_model import closeness, vectors_kept_in
 
 SNIPPET_CHARS = 300
 SCORE_BASE = 5.0  # r = 1 (every term once, average length) -> 1 - 1/5 = 0.8
@@ -106,7 +111,8 @@ class LibraryProvider:
             return []
         index = open_index(self.settings, self.corpus)
         found = ranking(index, query.text)
-        question = ranking(index, query.question) if query.question else None
+        question = (question_ranking(index, query.question, self.settings.sentence_vectors_path)
+                    if query.question else None)
         keys = list(dict.fromkeys(terms(query.text)))
         # a long document is stored as its parts about what the task asks
         focus = question if question is not None else found
@@ -151,6 +157,7 @@ class Ranking:
     score: np.ndarray  # per document, in [0, 1]
     passage: np.ndarray  # per document, the passage shown as its snippet
     passages: np.ndarray  # per passage, its (expanded) lexical score
+    coverage: float = 0.0  # the calibrated score of the text's best passage: a document's score is this × its fusion
 
 
 def ranking(index: LibraryIndex, text: str) -> Ranking:
@@ -183,10 +190,59 @@ def _ranking(index: LibraryIndex, text: str) -> Ranking:
     if not is_cjk(text):  # the dense model is English only: on Chinese text it measured worse than none
         dense, _ = index.best_passages(index.vectors @ embed([text])[0])
         fused, lists = fused + _rrf(dense[matching]), 2
+    covered = coverage(index, wanted, first)
     score = np.zeros(len(index.documents))
-    score[matching] = coverage(index, wanted, first) * fused / (lists / (RRF_K + 1))
+    score[matching] = covered * fused / (lists / (RRF_K + 1))
     order = matching[np.argsort(-fused, kind="stable")]
-    return Ranking(order, np.round(score, 6), where, expanded)
+    return Ranking(order, np.round(score, 6), where, expanded, covered)
+
+
+# The sentence model reads the best MEANING_PASSAGES passages (by the lexical
+# score) of the first MEANING_DOCUMENTS documents: some 40–90 ms a passage the
+# first time, nothing once kept (sentence_model.py). MRR@10 on the tuning
+# halves of the answer sets (bench/README.md, Ranking) chose 20 × 3.
+MEANING_DOCUMENTS, MEANING_PASSAGES = 20, 3
+
+
+def question_ranking(index: LibraryIndex, question: str, vectors: Path) -> Ranking:
+    """The ranking of a task's question: `ranking`'s, its first documents
+    reordered with what the multilingual sentence model reads in them (its
+    vectors kept in the file at `vectors`)."""
+    return index.remembered(("question", question),
+                            lambda: _by_meaning(index, question, ranking(index, question), vectors))
+
+
+def _by_meaning(index: LibraryIndex, question: str, found: Ranking, vectors: Path) -> Ranking:
+    """The first MEANING_DOCUMENTS documents of `found` get one more
+    reciprocal-rank list: their order by the best cosine, in e5's query and
+    passage roles, of the question with their best MEANING_PASSAGES
+    passages (title and passage), beside their order in `found`. Their
+    scores keep `found`'s scale (the coverage times the fused sum over its
+    largest possible value); the documents after them keep their order and
+    score no higher."""
+    first = found.order[:MEANING_DOCUMENTS]
+    if not len(first):
+        return found
+    owners, texts = [], []
+    for doc in first:
+        start, end = int(index.doc_start[doc]), int(index.doc_start[doc + 1])
+        for passage in start + np.argsort(-found.passages[start:end], kind="stable")[:MEANING_PASSAGES]:
+            document, _, text = index.passage(int(passage))
+            owners.append(int(doc))
+            texts.append(f"{document.title}\n{text}")
+    with vectors_kept_in(vectors):
+        cosines = closeness(question, texts)
+    best: dict[int, float] = {}
+    for doc, cosine in zip(owners, cosines):
+        best[doc] = max(best.get(doc, -1.0), float(cosine))
+    cosine = np.array([best[int(doc)] for doc in first])
+    fused = _rrf(-np.arange(len(first), dtype=float)) + _rrf(cosine)  # found's own order: rank 1, 2, …
+    score = found.score.copy()
+    score[first] = np.round(found.coverage * fused / (2 / (RRF_K + 1)), 6)
+    rest = found.order[MEANING_DOCUMENTS:]
+    score[rest] = np.minimum(score[rest], score[first].min())
+    order = np.concatenate((first[np.argsort(-fused, kind="stable")], rest))
+    return Ranking(order, score, found.passage, found.passages, found.coverage)
 
 
 def aggregate(index: LibraryIndex, scores: np.ndarray) -> np.ndarray:

@@ -5,9 +5,12 @@ It reads a question and a passage as whole sentences, in English and in
 Chinese alike, where the library's word-vector model (WordLlama) is
 English-only and reads words: "怎么提前发现硬盘快要坏了？" finds "使用 SMART
 预测硬盘故障" and "检查 smartctl -a /dev/hda 的输出", which share only 硬盘 with
-it. It reads some 800 tokens a second on two cores (40–50 ms a passage),
-so synthesis asks it only about the passages the faster signals rank first
-(tasks/synthesis/evidence.py), and what it read is kept (vector_store.py)."""
+it. It reads some 800 tokens a second on two cores (40–90 ms a passage),
+so it is asked only about the passages the faster signals rank first: the
+library's best passages for a task's question
+(tasks/retrieval/providers/library/provider.py) and synthesis's candidates
+(tasks/synthesis/evidence.py). What it read is
+kept (vector_store.py)."""
 
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tasks.synthesis.vector_store import VectorStore
+from tasks.common.vector_store import VectorStore
 
 DIM = 384  # multilingual-e5-small's vectors
 PASSAGE_CHARS = 360  # what the model reads of a passage (heading and text): the answer is in its first sentences

@@ -10,9 +10,9 @@ import sqlite3
 
 import numpy as np
 
-import tasks.synthesis.sentence_model as sentence_model
-import tasks.synthesis.vector_store as vector_store
-from tasks.synthesis.sentence_model import closeness, vectors_kept_in
+import tasks.common.sentence_model as sentence_model
+import tasks.common.vector_store as vector_store
+from tasks.common.sentence_model import closeness, vectors_kept_in
 
 QUESTION = "How does Python free memory?"
 PASSAGES = ["CPython frees an object when its reference count drops to zero.",
