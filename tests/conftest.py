@@ -78,9 +78,10 @@ def flow_run_in_engine_process(flow, entrypoint: str, parameters: dict, env: dic
     return asyncio.run(read(created.id)), done
 
 
-def prefect_events(name: str, wait: float = 30.0) -> list:
+def prefect_events(name: str, wait: float = 30.0, until=bool) -> list:
     """The events of that name Prefect's server has stored (it stores them a
-    moment after they are emitted)."""
+    moment after they are emitted), read again until `until(events)` holds:
+    the session's other tests emit events of the same names."""
     import asyncio
     import time
     from prefect.client.orchestration import get_client
@@ -90,7 +91,7 @@ def prefect_events(name: str, wait: float = 30.0) -> list:
         async with get_client() as client:
             return (await client.read_events(filter=EventFilter(event=EventNameFilter(name=[name])), limit=50)).events
     deadline = time.monotonic() + wait
-    while not (found := asyncio.run(read())) and time.monotonic() < deadline:
+    while not until(found := asyncio.run(read())) and time.monotonic() < deadline:
         time.sleep(0.5)
     return found
 
