@@ -45,6 +45,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from tasks.common.sentence_model import closeness, vectors_kept_in
 from tasks.common.settings import Settings
 from tasks.common.text import CJK_RUN, is_cjk, terms
 from tasks.retrieval.bm25 import feedback_weights
@@ -52,7 +53,6 @@ from tasks.retrieval.providers.base import Hit, Prepared, Query
 from tasks.retrieval.providers.library.documents import corpus_for
 from tasks.retrieval.providers.library.embeddings import embed
 from tasks.retrieval.providers.library.index import K1, IndexReport, LibraryIndex, index_library, open_index
-from tasks.common.sentence_model import closeness, vectors_kept_in
 
 SNIPPET_CHARS = 300
 SCORE_BASE = 5.0  # r = 1 (every term once, average length) -> 1 - 1/5 = 0.8
@@ -200,7 +200,7 @@ def _ranking(index: LibraryIndex, text: str) -> Ranking:
 # The sentence model reads the best MEANING_PASSAGES passages (by the lexical
 # score) of the first MEANING_DOCUMENTS documents: some 40–90 ms a passage the
 # first time, nothing once kept (sentence_model.py). MRR@10 on the tuning
-# halves of the answer sets (bench/README.md, Ranking) chose 20 × 3.
+# halves of the answer sets chose 20 × 3 (bench/HISTORY.md, Relevance).
 MEANING_DOCUMENTS, MEANING_PASSAGES = 20, 3
 # A Chinese character is about one of the model's tokens, an English word of
 # six characters about 1.3: the model reads 180 characters of Chinese in about
