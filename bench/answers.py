@@ -324,7 +324,9 @@ def print_table(results: list[dict], label: str = "", halves: tuple[str, ...] = 
 def run_before(commit: str, argv: list[str]) -> list[dict]:
     """This harness over the code of `commit`: a worktree of it under
     bench/out/, with this harness and these sets copied in, run as its own
-    process (so that it imports that code, not this)."""
+    process (so that it imports that code, not this). With --resynth it
+    reads the same cached inputs; a full run caches its own inputs in a
+    folder of its own (so that a later --resynth reads this code's)."""
     import shutil
     import subprocess
     sha = subprocess.run(["git", "rev-parse", "--short", commit], cwd=ROOT, capture_output=True, text=True,
@@ -339,8 +341,9 @@ def run_before(commit: str, argv: list[str]) -> list[dict]:
         shutil.copytree(BENCH / folder, tree / "bench" / folder, dirs_exist_ok=True)
     out = BENCH / "out" / f"answers-{sha}.json"
     env = {**os.environ, "PYTHONPATH": str(tree)}
+    cache = CACHE if "--resynth" in argv else CACHE.parent / f"{CACHE.name}-{sha}"
     subprocess.run([sys.executable, str(tree / "bench" / "answers.py"), *argv, "--out", str(out),
-                    "--cache", str(CACHE)], cwd=tree, env=env, check=True)
+                    "--cache", str(cache)], cwd=tree, env=env, check=True)
     return json.loads(out.read_text(encoding="utf-8"))["results"]
 
 
