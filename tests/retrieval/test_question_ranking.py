@@ -31,13 +31,17 @@ PAGES = {
 }
 
 
-@pytest.fixture
-def library_settings(settings, tmp_path) -> Settings:
-    folder = tmp_path / "docs"
+def library_of(settings: Settings, folder: Path, pages: dict[str, str]) -> Settings:
+    """The settings with `pages` written to `folder` as the library."""
     folder.mkdir()
-    for name, text in PAGES.items():
+    for name, text in pages.items():
         (folder / name).write_text(text, encoding="utf-8")
     return Settings(home=settings.home, library=folder)
+
+
+@pytest.fixture
+def library_settings(settings, tmp_path) -> Settings:
+    return library_of(settings, tmp_path / "docs", PAGES)
 
 
 def ranked_names(catalog, task_id: str) -> list[str]:
@@ -90,11 +94,7 @@ DISK_PAGES = {
 
 @pytest.fixture
 def disk_library(settings, tmp_path) -> Settings:
-    folder = tmp_path / "zh"
-    folder.mkdir()
-    for name, text in DISK_PAGES.items():
-        (folder / name).write_text(text, encoding="utf-8")
-    return Settings(home=settings.home, library=folder)
+    return library_of(settings, tmp_path / "zh", DISK_PAGES)
 
 
 def test_the_question_is_ranked_by_meaning_in_chinese(disk_library, sentence_model_reads):
