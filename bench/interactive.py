@@ -12,8 +12,10 @@ For each command, the median of --repeat runs of:
     server so the next cold run is cold again; every one of them asks a
     question not asked before, and beside them a question asked before
     (whose passages the sentence model has read: their vectors are kept in
-    the home) is asked again in the server and with --here; its work is the
-    run's own stage time (runs.elapsed_seconds);
+    the home) is asked again in the server and with --here; and once the
+    server has read the library ahead in its idle time (its kept vectors
+    stop growing), one more new question; its work is the run's own stage
+    time (runs.elapsed_seconds);
   * sql, report: the command as a process; its work is the same call
     (open the catalog, run the query / load the report) timed in this process;
   * ask: the command against a fake OpenRouter on 127.0.0.1; its work is the
@@ -124,6 +126,23 @@ def running(pid: int) -> bool:
         return False
 
 
+def wait_for_read_ahead(home: Path, quiet: float = 4.0, longest: float = 600.0) -> float:
+    """Wait until the server has read the library ahead: the vectors kept
+    in the home stop growing for `quiet` seconds; the seconds waited."""
+    import sqlite3
+    started = time.perf_counter()
+    count, since = -1, started
+    while time.perf_counter() - started < longest:
+        with sqlite3.connect(home / "cache" / "sentence-vectors.sqlite", timeout=5) as db:
+            now = db.execute("SELECT count(*) FROM vectors").fetchone()[0]
+        if now != count:
+            count, since = now, time.perf_counter()
+        elif time.perf_counter() - since >= quiet:
+            break
+        time.sleep(0.5)
+    return time.perf_counter() - started
+
+
 def in_process(work) -> float:
     started = time.perf_counter()
     work()
@@ -203,7 +222,7 @@ def main() -> None:
         rows.setdefault(name, []).append((whole, work))
         print(f"  {name}: process {whole:.2f} s, work {work:.2f} s, ratio {whole / work:.2f}", flush=True)
 
-    new_questions = iter(QUESTIONS * (1 + 3 * args.repeat // len(QUESTIONS)))
+    new_questions = iter(QUESTIONS * (1 + 4 * args.repeat // len(QUESTIONS)))
     asked: list[str] = []
 
     def research(name: str, question: str, task_id: str, *flags: str, served: bool | None = None) -> None:
@@ -221,6 +240,9 @@ def main() -> None:
             research("research, later commands (searchlake serve running)", next(new_questions), f"warm-{i}",
                      served=True)
             research("research, later command, a question asked before", asked[0], f"again-{i}", served=True)
+            print(f"  the server read the library ahead in {wait_for_read_ahead(home):.0f} s", flush=True)
+            research("research, later command, a new question, the library read ahead", next(new_questions),
+                     f"ahead-{i}", served=True)
         finally:
             stop_server(home)
     for i in range(args.repeat):

@@ -23,6 +23,7 @@ from tasks.server.web.app import LaunchRefused
 
 class ResearchLauncher:
     def __init__(self, settings: Settings):
+        from tasks.retrieval.providers.library.read_ahead import ReadAhead
         self.settings = settings
         self._errors: dict[str, str] = {}
         self._threads: dict[str, threading.Thread] = {}
@@ -32,6 +33,7 @@ class ResearchLauncher:
         # threads must not start at once: runs wait for the warm-up to end.
         self._api_ready = threading.Event()
         self._api_ready.set()
+        self._read_ahead = ReadAhead(settings.read_ahead_passages, busy=lambda: bool(self._running()))
 
     # -- what the page offers
     def providers(self) -> list[str]:
@@ -67,6 +69,18 @@ class ResearchLauncher:
             self._run_flow(request)
         finally:
             self._last_run_ended = time.monotonic()
+            self._read_library_ahead(request)
+
+    def _read_library_ahead(self, request: ResearchRequest) -> None:
+        """From now on, read the library this run searched while idle."""
+        from tasks.common.settings import research_settings
+        from tasks.retrieval.providers.registry import enabled_names
+        try:
+            config = research_settings(request.library, request.providers)
+            if "library" in enabled_names(config):
+                self._read_ahead.follow(config)
+        except Exception:  # settings changed under the server since the run was checked: its next run says so
+            pass
 
     def _run_flow(self, request: ResearchRequest) -> None:
         from flows.prefect_api import PrefectUnavailable, run_flow
@@ -124,7 +138,10 @@ class ResearchLauncher:
 
     def warm_up(self) -> None:
         """Import the flow and reach the Prefect API now, in the background,
-        so the first run started here does not wait for them."""
+        so the first run started here does not wait for them; and from then
+        on read the library of the last run ahead while idle
+        (tasks/retrieval/providers/library/read_ahead.py)."""
+        self._read_ahead.start()
         def warm() -> None:
             try:
                 from flows.prefect_api import PrefectUnavailable, reach_api

@@ -213,13 +213,16 @@ def inbox(tmp_path) -> BundleFiles:
 def clean_env(home: Path) -> dict[str, str]:
     """The process environment with only our SEARCHLAKE_HOME, so a developer's
     own SEARCHLAKE_* variables cannot leak into a test; `research` does not
-    start a background server (a test that wants one says so)."""
+    start a background server, and a server does not read libraries ahead
+    with the sentence model (the suite's cores are busy enough; a test that
+    wants either says so)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SEARCHLAKE_")}
     env["SEARCHLAKE_HOME"] = str(home)
     # The code under test, whatever folder the command runs in: an installed
     # (editable) searchlake may point at another checkout.
     env["PYTHONPATH"] = os.pathsep.join([str(PROJECT), *filter(None, [os.environ.get("PYTHONPATH")])])
     env["SEARCHLAKE_AUTOSERVE"] = "false"
+    env["SEARCHLAKE_READ_AHEAD_PASSAGES"] = "0"
     env["COLUMNS"] = "250"  # rich wraps tables at 80 columns otherwise
     return env
 
@@ -231,6 +234,7 @@ def settings(tmp_path, monkeypatch) -> Settings:
         monkeypatch.delenv(name)
     monkeypatch.setenv("SEARCHLAKE_HOME", str(home))
     monkeypatch.setenv("SEARCHLAKE_AUTOSERVE", "false")
+    monkeypatch.setenv("SEARCHLAKE_READ_AHEAD_PASSAGES", "0")
     monkeypatch.chdir(tmp_path)  # keep a stray .env out of Settings
     return Settings()
 

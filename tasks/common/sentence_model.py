@@ -45,12 +45,24 @@ def closeness(question: str, passages: list[str]) -> np.ndarray:
     the question, in e5's query and passage roles."""
     if not passages:
         return np.zeros(0, dtype=np.float32)
-    clipped = [_encodable(" ".join(p.split())[:PASSAGE_CHARS]) for p in passages]
     with _GUARD:  # one load; the engine holds one model state
         model = _model()
-        vectors = np.vstack(_vectors(model, "passage", clipped))
+        vectors = np.vstack(_vectors(model, "passage", _as_read(passages)))
         asked = _vectors(model, "query", [_encodable(question)])[0]
     return vectors @ asked
+
+
+def read_ahead(passages: list[str]) -> None:
+    """Read the passages now, as `closeness` would, so that their vectors
+    are kept (in memory, and where `vectors_kept_in` says) for the
+    questions to come."""
+    if passages:
+        with _GUARD:
+            _vectors(_model(), "passage", _as_read(passages))
+
+
+def _as_read(passages: list[str]) -> list[str]:
+    return [_encodable(" ".join(p.split())[:PASSAGE_CHARS]) for p in passages]
 
 
 # The vectors of the texts read last: the same passages come back question

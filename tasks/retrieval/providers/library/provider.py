@@ -233,9 +233,8 @@ def _by_meaning(index: LibraryIndex, question: str, found: Ranking, vectors: Pat
     for doc in first:
         start, end = int(index.doc_start[doc]), int(index.doc_start[doc + 1])
         for passage in start + np.argsort(-found.passages[start:end], kind="stable")[:MEANING_PASSAGES]:
-            document, _, text = index.passage(int(passage))
             owners.append(int(doc))
-            texts.append(_as_read(f"{document.title}\n{text}"))
+            texts.append(meaning_text(index, int(passage)))
     with vectors_kept_in(vectors):
         cosines = closeness(question, texts)
     best: dict[int, float] = {}
@@ -251,8 +250,11 @@ def _by_meaning(index: LibraryIndex, question: str, found: Ranking, vectors: Pat
     return Ranking(order, score, found.passage, found.passages, found.coverage)
 
 
-def _as_read(text: str) -> str:
-    """What the sentence model reads of a passage."""
+def meaning_text(index: LibraryIndex, passage: int) -> str:
+    """What the sentence model reads of a passage of the library: its
+    document's title and the passage (a Chinese one clipped)."""
+    document, _, text = index.passage(passage)
+    text = f"{document.title}\n{text}"
     return " ".join(text.split())[:MEANING_CJK_CHARS] if is_cjk(text) else text
 
 

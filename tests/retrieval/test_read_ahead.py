@@ -1,0 +1,93 @@
+"""A server reads a library's passages with the sentence model while it
+has nothing else to do, so that a new question over that library finds
+them read."""
+
+from __future__ import annotations
+
+import pytest
+
+from tasks.retrieval.providers.base import Query
+from tasks.retrieval.providers.library.index import open_index
+from tasks.retrieval.providers.library.documents import corpus_for
+from tasks.retrieval.providers.library.read_ahead import ReadAhead, reading_order
+from tasks.retrieval.providers.registry import build_provider
+from tests.retrieval.test_question_ranking import DISK_PAGES, DISK_QUESTION, library_of
+
+
+@pytest.fixture
+def disk_library(settings, tmp_path):
+    return library_of(settings, tmp_path / "zh", DISK_PAGES)
+
+
+def read_all(ahead: ReadAhead) -> int:
+    total = 0
+    while read := ahead.turn():
+        total += read
+    return total
+
+
+def test_a_new_question_finds_the_passages_read_ahead(disk_library, sentence_model_reads):
+    read, forget = sentence_model_reads
+    ahead = ReadAhead(limit=1000, busy=lambda: False)
+    ahead.follow(disk_library)
+    passages = open_index(disk_library, corpus_for(disk_library)).passages
+    assert read_all(ahead) == passages
+    assert len(read) == passages
+
+    forget()  # as in another process: only the kept vectors remain
+    read.clear()
+    hits = build_provider("library", disk_library).search(
+        Query("q", DISK_QUESTION, "library", question=DISK_QUESTION), 5)
+    assert read == []  # the question's ranking read no passage anew
+    assert max(hits, key=lambda hit: hit.question_score).url.endswith("smart.md")
+
+
+def test_nothing_is_read_while_a_run_is_in_progress(disk_library, sentence_model_reads):
+    read, _ = sentence_model_reads
+    running = True
+    ahead = ReadAhead(limit=1000, busy=lambda: running)
+    ahead.follow(disk_library)
+    assert ahead.turn() == 0 and read == []
+    running = False
+    assert ahead.turn() > 0 and read
+
+
+def test_a_library_larger_than_the_limit_is_read_evenly(settings, tmp_path):
+    paragraph = "A paragraph of the manual that says one thing about the tool, at some length. " * 10
+    library = library_of(settings, tmp_path / "long", {f"page{n}.md": f"# Page {n}\n\n" + "\n\n".join(
+        [paragraph] * 6) for n in range(4)})
+    index = open_index(library, corpus_for(library))
+    assert all(len(document.spans) > 2 for document in index.documents)
+    first = reading_order(index, limit=len(index.documents))
+    assert sorted(int(index.passage_doc[p]) for p in first) == list(range(len(index.documents)))
+    assert all(p == index.doc_start[index.passage_doc[p]] for p in first)  # each document's first passage
+    assert sorted(reading_order(index, limit=10_000)) == list(range(index.passages))  # then all of them
+
+
+def test_no_limit_reads_nothing_and_a_missing_library_stops_nothing(disk_library, tmp_path, sentence_model_reads):
+    read, _ = sentence_model_reads
+    off = ReadAhead(limit=0, busy=lambda: False)
+    off.follow(disk_library)
+    assert off.turn() == 0 and read == []
+
+    gone = disk_library.model_copy(update={"library": tmp_path / "removed"})
+    ahead = ReadAhead(limit=1000, busy=lambda: False)
+    ahead.follow(gone)
+    with pytest.raises(ValueError, match="does not exist"):
+        ahead.turn()  # what the loop logs once and waits on; a later run's library replaces it
+    ahead.follow(disk_library)
+    assert read_all(ahead) > 0
+
+
+def test_a_server_reads_ahead_the_library_its_last_run_searched(disk_library, sentence_model_reads):
+    from flows.launcher import ResearchLauncher
+    from schemas.request import ResearchRequest
+
+    read, _ = sentence_model_reads
+    launcher = ResearchLauncher(disk_library.model_copy(update={"library": None, "read_ahead_passages": 1000}))
+    ran = ResearchRequest(question=DISK_QUESTION, library=str(disk_library.library))
+    launcher._read_library_ahead(ResearchRequest(question="q", library=str(disk_library.library), providers=["arxiv"]))
+    assert launcher._read_ahead.turn() == 0  # a run that did not search a library leaves nothing to read
+    launcher._read_library_ahead(ran)
+    assert launcher._read_ahead.turn() > 0
+    assert all(any(name in text for name in ("SMART", "水果", "磁盘", "坏道", "网络")) for text in read)
