@@ -23,7 +23,7 @@ from tasks.server.web.app import LaunchRefused
 
 class ResearchLauncher:
     def __init__(self, settings: Settings):
-        from tasks.retrieval.providers.library.read_ahead import ReadAhead
+        from tasks.synthesis.read_ahead import ReadAhead
         self.settings = settings
         self._errors: dict[str, str] = {}
         self._threads: dict[str, threading.Thread] = {}
@@ -33,7 +33,7 @@ class ResearchLauncher:
         # threads must not start at once: runs wait for the warm-up to end.
         self._api_ready = threading.Event()
         self._api_ready.set()
-        self._read_ahead = ReadAhead(settings.read_ahead_passages, busy=lambda: bool(self._running()))
+        self._read_ahead = ReadAhead(settings.read_ahead_texts, busy=lambda: bool(self._running()))
 
     # -- what the page offers
     def providers(self) -> list[str]:
@@ -140,7 +140,7 @@ class ResearchLauncher:
         """Import the flow and reach the Prefect API now, in the background,
         so the first run started here does not wait for them; and from then
         on read the library of the last run ahead while idle
-        (tasks/retrieval/providers/library/read_ahead.py)."""
+        (tasks/synthesis/read_ahead.py)."""
         self._read_ahead.start()
         def warm() -> None:
             try:

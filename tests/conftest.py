@@ -222,7 +222,7 @@ def clean_env(home: Path) -> dict[str, str]:
     # (editable) searchlake may point at another checkout.
     env["PYTHONPATH"] = os.pathsep.join([str(PROJECT), *filter(None, [os.environ.get("PYTHONPATH")])])
     env["SEARCHLAKE_AUTOSERVE"] = "false"
-    env["SEARCHLAKE_READ_AHEAD_PASSAGES"] = "0"
+    env["SEARCHLAKE_READ_AHEAD_TEXTS"] = "0"
     env["COLUMNS"] = "250"  # rich wraps tables at 80 columns otherwise
     return env
 
@@ -234,7 +234,7 @@ def settings(tmp_path, monkeypatch) -> Settings:
         monkeypatch.delenv(name)
     monkeypatch.setenv("SEARCHLAKE_HOME", str(home))
     monkeypatch.setenv("SEARCHLAKE_AUTOSERVE", "false")
-    monkeypatch.setenv("SEARCHLAKE_READ_AHEAD_PASSAGES", "0")
+    monkeypatch.setenv("SEARCHLAKE_READ_AHEAD_TEXTS", "0")
     monkeypatch.chdir(tmp_path)  # keep a stray .env out of Settings
     return Settings()
 

@@ -10,7 +10,8 @@ so it is asked only about the passages the faster signals rank first: the
 library's best passages for a task's question
 (tasks/retrieval/providers/library/provider.py) and synthesis's candidates
 (tasks/synthesis/evidence.py). What it read is
-kept (vector_store.py)."""
+kept (vector_store.py), and a server reads a library's passages and
+sentences ahead while idle (tasks/synthesis/read_ahead.py)."""
 
 from __future__ import annotations
 

@@ -283,9 +283,9 @@ class Settings(_Settings):
     autoserve: bool = Field(default=True, description="`research` starts a background `serve` to run in")
     serve_idle_minutes: float = Field(default=15.0, gt=0,
                                       description="A background `serve` stops after this long with nothing to do")
-    read_ahead_passages: int = Field(default=10_000, ge=0, description=(
-        "A server reads this many passages of a run's library with the sentence model while idle, so that "
-        "later questions find them read (0: none)"))
+    read_ahead_texts: int = Field(default=20_000, ge=0, description=(
+        "A server reads this many passages and sentences of a run's library with the sentence model while "
+        "idle, so that later questions find them read (0: none)"))
     serve_max_body_bytes: int = Field(default=1_000_000, ge=1024,
                                       description="`serve` refuses a request body larger than this (413)")
     serve_request_timeout: float = Field(default=10.0, gt=0, description=(

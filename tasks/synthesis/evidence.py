@@ -215,7 +215,7 @@ def _sentence_closeness(question: Question, found: list[Window], relevance: np.n
         pool = order[chinese[order] == script][:params.sentence_pool]
         if len(pool) < 2:
             continue
-        cosine = closeness(question.text, [f"{found[i].lead.heading}: {found[i].text}" for i in pool])
+        cosine = closeness(question.text, [found[i].as_read for i in pool])
         low, high = float(np.median(cosine)), float(cosine.max())
         out[pool] = np.clip((cosine - low) / max(high - low, params.sentence_spread), 0.0, 1.0)
     return out
