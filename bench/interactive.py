@@ -1,7 +1,7 @@
 """How long the interactive commands take as whole processes, against the
 work they do, in one run on one machine.
 
-    .venv/bin/python bench/interactive.py [--repeat 3]
+    .venv/bin/python bench/interactive.py [--repeat 3] [--read-ahead: only that part]
 
 For each command, the median of --repeat runs of:
   * research: `searchlake research` on the embedded default (the Python
@@ -12,10 +12,12 @@ For each command, the median of --repeat runs of:
     server so the next cold run is cold again; every one of them asks a
     question not asked before, and beside them a question asked before
     (whose passages the sentence model has read: their vectors are kept in
-    the home) is asked again in the server and with --here; and once the
-    server has read the library ahead in its idle time (its kept vectors
-    stop growing), one more new question; its work is the run's own stage
-    time (runs.elapsed_seconds);
+    the home) is asked again in the server and with --here; its work is
+    the run's own stage time (runs.elapsed_seconds);
+  * reading ahead: in two new homes, a first command starts the background
+    server, then --repeat new questions are asked of it: in one home with
+    SEARCHLAKE_READ_AHEAD_TEXTS=0, in the other once the server has read
+    the library ahead in its idle time (its kept vectors stop growing);
   * sql, report: the command as a process; its work is the same call
     (open the catalog, run the query / load the report) timed in this process;
   * ask: the command against a fake OpenRouter on 127.0.0.1; its work is the
@@ -143,6 +145,29 @@ def wait_for_read_ahead(home: Path, quiet: float = 4.0, longest: float = 600.0) 
     return time.perf_counter() - started
 
 
+def read_ahead_pairs(base: dict, tmp: Path, repeat: int, record) -> None:
+    """The same new questions asked of a background server that read
+    nothing ahead and of one that read the library ahead, each in a home
+    of its own."""
+    first, *questions = QUESTIONS[:1 + repeat]
+    for label, texts in (("nothing read ahead", "0"), ("the library read ahead", None)):
+        home = tmp / f"home-ahead-{texts or 'on'}"
+        env = {**base, "SEARCHLAKE_HOME": str(home)}
+        if texts is not None:
+            env["SEARCHLAKE_READ_AHEAD_TEXTS"] = texts
+        try:
+            _, done = timed(searchlake("research", first, "--task-id", "first"), env)
+            assert done.returncode == 0, done.stderr
+            if texts is None:
+                print(f"  the server read the library ahead in {wait_for_read_ahead(home):.0f} s", flush=True)
+            for n, question in enumerate(questions):
+                whole, done = timed(searchlake("research", question, "--task-id", f"q{n}"), env)
+                assert done.returncode == 0, done.stderr
+                record(f"research, a new question, {label}", whole, run_elapsed(home, done.stderr + done.stdout))
+        finally:
+            stop_server(home)
+
+
 def in_process(work) -> float:
     started = time.perf_counter()
     work()
@@ -203,6 +228,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--quick", action="store_true",
                         help="only sql, tasks and report of a missing task, against a bare `import duckdb`")
+    parser.add_argument("--read-ahead", action="store_true",
+                        help="only the new questions asked with and without the library read ahead")
     args = parser.parse_args()
     if args.quick:
         quick_commands(args.repeat)
@@ -222,7 +249,12 @@ def main() -> None:
         rows.setdefault(name, []).append((whole, work))
         print(f"  {name}: process {whole:.2f} s, work {work:.2f} s, ratio {whole / work:.2f}", flush=True)
 
-    new_questions = iter(QUESTIONS * (1 + 4 * args.repeat // len(QUESTIONS)))
+    read_ahead_pairs(env, tmp, args.repeat, record)
+    if args.read_ahead:
+        print_rows(rows, args.repeat)
+        router.shutdown()
+        return
+    new_questions = iter(QUESTIONS * (1 + 3 * args.repeat // len(QUESTIONS)))
     asked: list[str] = []
 
     def research(name: str, question: str, task_id: str, *flags: str, served: bool | None = None) -> None:
@@ -240,9 +272,6 @@ def main() -> None:
             research("research, later commands (searchlake serve running)", next(new_questions), f"warm-{i}",
                      served=True)
             research("research, later command, a question asked before", asked[0], f"again-{i}", served=True)
-            print(f"  the server read the library ahead in {wait_for_read_ahead(home):.0f} s", flush=True)
-            research("research, later command, a new question, the library read ahead", next(new_questions),
-                     f"ahead-{i}", served=True)
         finally:
             stop_server(home)
     for i in range(args.repeat):
@@ -280,14 +309,18 @@ def main() -> None:
         assert done.returncode == 0, done.stderr
         record("ask (fake endpoint)", whole, in_process(ask_work))
 
-    print(f"\nmedian of {args.repeat} runs; load average {os.getloadavg()[0]:.1f} at the end\n")
+    print_rows(rows, args.repeat)
+    router.shutdown()
+
+
+def print_rows(rows: dict[str, list[tuple[float, float]]], repeat: int) -> None:
+    print(f"\nmedian of {repeat} runs; load average {os.getloadavg()[0]:.1f} at the end\n")
     print("| command | whole process (s) | its own work (s) | ratio |")
     print("|---|---|---|---|")
     for name, pairs in rows.items():
         whole = statistics.median(p[0] for p in pairs)
         work = statistics.median(p[1] for p in pairs)
         print(f"| {name} | {whole:.2f} | {work:.2f} | {whole / work:.2f}× |")
-    router.shutdown()
 
 
 if __name__ == "__main__":
