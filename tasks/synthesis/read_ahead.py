@@ -117,6 +117,7 @@ class ReadAhead:
         while not self._stop.is_set():
             try:
                 read = self.turn()
+                self._warned = False
             except Exception as exc:  # a library removed or unreadable: its next run says so; this waits
                 read = 0
                 if not self._warned:
