@@ -60,10 +60,13 @@ def dimension_groups(synthesis: SynthesisResult) -> dict[str | None, list[int]]:
 
 
 def caution(s: SynthesisResult) -> str | None:
-    """The warning that the quotes only touch the question: a reader needs it
-    before the quotes, not after them."""
-    hedge = labels(s.language)["no_answer_partly"]
-    return next((g.description for g in s.contradictions_or_gaps if g.kind == "gap" and g.description == hedge), None)
+    """The warning that the quotes may not answer the question (they only
+    touch on it, or none of the sources mentions what it names): a reader
+    needs it before the quotes, not after them."""
+    lab = labels(s.language)
+    named = lab["no_mention"].split("{")[0]
+    return next((g.description for g in s.contradictions_or_gaps if g.kind == "gap" and not g.dimension
+                 and (g.description == lab["no_answer_partly"] or g.description.startswith(named))), None)
 
 
 def answer_of(s: SynthesisResult) -> list[Insight]:

@@ -51,7 +51,16 @@ without one stays below `sure` (it touches the part, it does not answer
 it). From `eligible` on it is evidence; a part whose best support from its
 words (without the sentence model, whose closeness is only relative: some
 passage is always closest) stays below `sure` is only touched by the
-sources, which the report says; a part with no evidence at all is a gap.
+sources; a part with no evidence at all is a gap.
+
+Whether the sources answer the question at all is read from two signals
+that, on the tuning halves, a caution rarely wrongs (bench/HISTORY.md,
+Answers): a name the question gives — a word in Latin letters rarer than
+`named_zipf` in its language ("Flatpak", "steriliser") — that no source
+mentions, in a sentence, a title or a heading (`unmentioned`); and a part
+asking for a measure that no evidence gives (`gives_measure`). How much of
+the question's words a passage holds is no such signal: a paraphrased
+question shares few words with the page that answers it.
 """
 
 from __future__ import annotations
@@ -113,6 +122,8 @@ class Scores:
     touched: list[np.ndarray] = field(default_factory=list)
     worded: list[float] = field(default_factory=list)  # per part, its best window's support without the sentence model
     closeness: np.ndarray = field(default_factory=lambda: np.zeros(0))  # per window, the sentence model's (0 outside its pool)
+    gives_measure: list[bool] = field(default_factory=list)  # per part: it asks for no measure, or evidence gives it
+    unmentioned: list[str] = field(default_factory=list)  # the names the question gives that no source mentions
     features: list[np.ndarray] = field(default_factory=list)  # per part, windows × FEATURES
     params: Parameters = PARAMETERS
 
@@ -139,7 +150,7 @@ def score(question: Question, found: list[Window], params: Parameters = PARAMETE
     out = Scores([], [], [], [], params=params)
     if not found:  # sources with nothing to quote (code only, an empty page)
         none, false = np.zeros(0), np.zeros(0, dtype=bool)
-        for _ in question.parts:
+        for part in question.parts:
             for column in (out.coverage, out.own, out.relevance, out.supports):
                 column.append(none)
             out.eligible.append(false)
@@ -147,6 +158,7 @@ def score(question: Question, found: list[Window], params: Parameters = PARAMETE
             out.support.append(0.0)
             out.worded.append(0.0)
             out.features.append(np.zeros((0, len(FEATURES))))
+            out.gives_measure.append(part.answer not in MEASURES)
         return out
     idf = _weights(question, found, params)
     dense = _dense(question, found)
@@ -186,7 +198,37 @@ def score(question: Question, found: list[Window], params: Parameters = PARAMETE
         out.supports.append(support)
         out.worded.append(float(worded.max()))
         out.touched.append((own > params.related_share) | (typed > 0))
+        out.gives_measure.append(part.answer not in MEASURES or bool(np.any((typed > 0) & out.eligible[-1])))
+    out.unmentioned = _unmentioned(question, found, params)
     return out
+
+
+_NAME = re.compile(r"[a-z][\w'+.-]{2,}", re.IGNORECASE)
+
+
+def _unmentioned(question: Question, found: list[Window], params: Parameters) -> list[str]:
+    """The names the question gives that no source mentions in a sentence,
+    a title or a heading: its words in Latin letters (a Chinese question's
+    runs of characters, as the segmenter cuts them, are its wording more
+    often than names) rarer than named_zipf in its language."""
+    sentences = {id(s): s for w in found for s in w.members}.values()
+    names = {}
+    for part in question.parts:
+        if part.dimension:
+            continue
+        for word in part.words:
+            surface = part.surfaces.get(word, word.split("|")[0])
+            if _NAME.fullmatch(surface) and zipf_frequency(surface, question.language) < params.named_zipf:
+                names.setdefault(surface, word)
+    return [_as_written(surface, question.text) for surface, word in names.items()
+            if not any(holds(word, s.termset, s.normal) for s in sentences)
+            and not any(holds(word, *w.context) for w in found)]
+
+
+def _as_written(word: str, text: str) -> str:
+    """The word as the question spells it ("CSV", not "csv")."""
+    found = re.search(re.escape(word), text, re.IGNORECASE)
+    return found.group() if found else word
 
 
 def _measured(part: Part, typed: np.ndarray, support: np.ndarray, params: Parameters) -> np.ndarray:

@@ -339,22 +339,32 @@ def _contradictions(points: list[_Point], lab: dict[str, str], limit: int,
 
 # -- gaps ------------------------------------------------------------------------------
 
-def _gaps(question: Question, answered: list[bool], sure: list[bool], lab: dict[str, str]) -> list[ContradictionOrGap]:
+def _gaps(question: Question, scores: Scores, lab: dict[str, str]) -> list[ContradictionOrGap]:
     """What the sources do not answer: the question as a whole when no part
-    of it is answered clearly (said differently when passages touching it
-    are quoted), else each part no source speaks to clearly (said
-    differently when passages touch it); and each of a planner's dimensions
-    no source speaks to."""
-    asked = [(p, a, s) for p, a, s in zip(question.parts, answered, sure) if not p.dimension]
-    if not any(s for _, _, s in asked):
-        gaps = [ContradictionOrGap(kind="gap", description=lab["no_answer_partly" if any(a for _, a, _ in asked)
-                                                                  else "no_answer"])]
-    else:
+    of it has evidence, when it names what no source mentions, or when each
+    of its parts asks for a measure no evidence gives (the passages quoted
+    only touch on it); else, when some part is answered clearly, each part
+    no source speaks to clearly (said differently when passages touch it);
+    and each of a planner's dimensions no source speaks to."""
+    asked = [(p, a, s, g) for p, a, s, g in zip(question.parts, scores.answered(), scores.sure(), scores.gives_measure)
+             if not p.dimension]
+    whole = None
+    if not any(a for _, a, _, _ in asked):
+        whole = lab["no_answer"]
+    elif scores.unmentioned:
+        whole = lab["no_mention"].format(names=", ".join(f"“{name}”" for name in scores.unmentioned))
+    elif not any(g for *_, g in asked):
+        whole = lab["no_answer_partly"]
+    if whole is not None:
+        gaps = [ContradictionOrGap(kind="gap", description=whole)]
+    elif any(s for _, _, s, _ in asked):
         gaps = [ContradictionOrGap(kind="gap", description=lab["gap_part_touched" if a else "gap_part"].format(
-                    part=_label(p)), dimension=_label(p)) for p, a, s in asked if not s and question.multi_part]
+                    part=_label(p)), dimension=_label(p)) for p, a, s, _ in asked if not s and question.multi_part]
+    else:
+        gaps = []
     return gaps + [ContradictionOrGap(kind="gap", description=lab["gap_dimension"].format(dimension=p.text),
                                       dimension=p.text)
-                   for p, a in zip(question.parts, answered) if p.dimension and not a]
+                   for p, a in zip(question.parts, scores.answered()) if p.dimension and not a]
 
 
 def extractive_synthesis(sources: list[Source], question_text: str, plan: dict | None = None,
@@ -378,7 +388,7 @@ def extractive_synthesis(sources: list[Source], question_text: str, plan: dict |
     relevance = np.where(strong, scores.best_relevance(), 0.0)
     points = _points([w.lead for w in found], [float(r) for r in relevance])
     issues = _contradictions(points, lab, opts.max_contradictions)
-    issues += _gaps(question, scores.answered(), scores.sure(), lab)
+    issues += _gaps(question, scores, lab)
     result = SynthesisResult(question=question_text, language=question.language, answer=answer,
                              synthesized_insights=insights,
                              key_data_points=[_data_point(p) for p in points[:opts.max_data_points]],

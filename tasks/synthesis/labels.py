@@ -21,6 +21,7 @@ LABELS: dict[str, dict[str, str]] = {
                      "so nothing is quoted.",
         "no_answer_partly": "The sources found may not answer this question: no passage in them speaks clearly to "
                             "what it asks; the passages quoted only touch on it.",
+        "no_mention": "The sources found may not answer this question: none of them mentions {names}.",
         "title": "Research report",
         "answer": "Answer",
         "findings": "Evidence",
@@ -60,6 +61,7 @@ LABELS: dict[str, dict[str, str]] = {
         "contradiction": "各来源在“{measure}”上可能存在分歧：{values}。",
         "no_answer": "找到的来源没有回答这个问题：没有哪一段讲到它问的内容，因此不作引用。",
         "no_answer_partly": "找到的来源可能没有回答这个问题：没有哪一段明确讲到它问的内容，所引用的段落只是与之相关。",
+        "no_mention": "找到的来源可能没有回答这个问题：其中没有一处提到 {names}。",
         "title": "研究报告",
         "answer": "回答",
         "findings": "证据",

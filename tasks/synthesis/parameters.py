@@ -45,6 +45,7 @@ class Parameters:
     # -- support: whether a window answers a part -------------------------------------------
     eligible: float = 0.3         # evidence: support at least this
     sure: float = 0.6             # support from which a part counts as answered, not only touched
+    named_zipf: float = 3.25      # a question's word rarer than this (Zipf) that no source mentions: a name they lack
     type_support: float = 0.2     # what holding the measure a part asks for adds to support
     dense_support: float = 0.15   # what the word-vector cosine adds
     sentence_support: float = 0.3  # what the sentence model's closeness adds, where the window holds a word
