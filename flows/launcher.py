@@ -23,7 +23,6 @@ from tasks.server.web.app import LaunchRefused
 
 class ResearchLauncher:
     def __init__(self, settings: Settings):
-        from tasks.synthesis.read_ahead import ReadAhead
         self.settings = settings
         self._errors: dict[str, str] = {}
         self._threads: dict[str, threading.Thread] = {}
@@ -33,7 +32,7 @@ class ResearchLauncher:
         # threads must not start at once: runs wait for the warm-up to end.
         self._api_ready = threading.Event()
         self._api_ready.set()
-        self._read_ahead = ReadAhead(settings.read_ahead_texts, busy=lambda: bool(self._running()))
+        self._read_ahead = None
 
     # -- what the page offers
     def providers(self) -> list[str]:
@@ -78,9 +77,18 @@ class ResearchLauncher:
         try:
             config = research_settings(request.library, request.providers)
             if "library" in enabled_names(config):
-                self._read_ahead.follow(config)
+                self._reader().follow(config)
         except Exception:  # settings changed under the server since the run was checked: its next run says so
             pass
+
+    def _reader(self):
+        """The library's read-ahead, made on first use: its imports are the
+        flow's, which the server's start need not wait for."""
+        with self._lock:
+            if self._read_ahead is None:
+                from tasks.synthesis.read_ahead import ReadAhead
+                self._read_ahead = ReadAhead(self.settings.read_ahead_texts, busy=lambda: bool(self._running()))
+            return self._read_ahead
 
     def _run_flow(self, request: ResearchRequest) -> None:
         from flows.prefect_api import PrefectUnavailable, run_flow
@@ -141,7 +149,6 @@ class ResearchLauncher:
         so the first run started here does not wait for them; and from then
         on read the library of the last run ahead while idle
         (tasks/synthesis/read_ahead.py)."""
-        self._read_ahead.start()
         def warm() -> None:
             try:
                 from flows.prefect_api import PrefectUnavailable, reach_api
@@ -152,5 +159,6 @@ class ResearchLauncher:
                     pass  # the first run reports it
             finally:
                 self._api_ready.set()
+            self._reader().start()
         self._api_ready.clear()
         threading.Thread(target=warm, name="prefect warm-up", daemon=True).start()

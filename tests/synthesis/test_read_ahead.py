@@ -100,7 +100,7 @@ def test_a_server_reads_ahead_the_library_its_last_run_searched(disk_library, se
     launcher = ResearchLauncher(disk_library.model_copy(update={"library": None, "read_ahead_texts": 1000}))
     launcher._read_library_ahead(ResearchRequest(question="q", library=str(disk_library.library),
                                                  providers=["arxiv"]))
-    assert launcher._read_ahead.turn() == 0  # a run that did not search a library leaves nothing to read
+    assert launcher._reader().turn() == 0  # a run that did not search a library leaves nothing to read
     launcher._read_library_ahead(ResearchRequest(question=DISK_QUESTION, library=str(disk_library.library)))
-    assert launcher._read_ahead.turn() > 0
+    assert launcher._reader().turn() > 0
     assert all(any(name in text for name in ("SMART", "水果", "磁盘", "坏道", "网络")) for text in read)
