@@ -104,3 +104,19 @@ def test_a_server_reads_ahead_the_library_its_last_run_searched(disk_library, se
     launcher._read_library_ahead(ResearchRequest(question=DISK_QUESTION, library=str(disk_library.library)))
     assert launcher._reader().turn() > 0
     assert all(any(name in text for name in ("SMART", "水果", "磁盘", "坏道", "网络")) for text in read)
+
+
+def test_its_thread_reads_until_the_limit_and_stops_when_told(disk_library, sentence_model_reads):
+    import time
+
+    read, _ = sentence_model_reads
+    ahead = ReadAhead(limit=8, busy=lambda: False)
+    ahead.follow(disk_library)
+    ahead.start()
+    try:
+        deadline = time.monotonic() + 60
+        while len(read) < 8 and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        ahead.stop()
+    assert len(read) == 8
