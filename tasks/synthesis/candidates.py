@@ -65,11 +65,6 @@ class Sentence:
     def text(self) -> str:
         return self.source.text[self.start:self.end]
 
-    @property
-    def as_read(self) -> str:
-        """What the sentence model reads of it: its heading and its text."""
-        return f"{self.lead.heading}: {self.text}"
-
     @cached_property
     def terms(self) -> list[str]:
         return evidence_terms(self.text)
