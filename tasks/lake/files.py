@@ -18,19 +18,29 @@ from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
-import fsspec
-from fsspec.implementations.local import LocalFileSystem
-
 from tasks.common.settings import Settings
 from tasks.lake import own_folders
 
 
 class Lake:
     def __init__(self, root: str):
-        self.fs, path = fsspec.core.url_to_fs(root)
-        self.is_local = isinstance(self.fs, LocalFileSystem)
-        self.root = os.path.abspath(path) if self.is_local else path.rstrip("/")
-        self.protocol = None if self.is_local else _first_protocol(self.fs)
+        if "://" in root or "::" in root:
+            import fsspec
+            from fsspec.implementations.local import LocalFileSystem
+            self._fs, path = fsspec.core.url_to_fs(root)
+            self.is_local = isinstance(self._fs, LocalFileSystem)
+            self.root = os.path.abspath(path) if self.is_local else path.rstrip("/")
+            self.protocol = None if self.is_local else _first_protocol(self._fs)
+        else:  # a folder: fsspec is loaded when a file is first touched, not by a command that reads only tables
+            self._fs = None
+            self.is_local, self.root, self.protocol = True, os.path.abspath(os.path.expanduser(root)), None
+
+    @property
+    def fs(self):
+        if self._fs is None:
+            from fsspec.implementations.local import LocalFileSystem
+            self._fs = LocalFileSystem()
+        return self._fs
 
     # -- layout ---------------------------------------------------------
     @staticmethod
