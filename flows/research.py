@@ -264,21 +264,45 @@ def _search_to_target(ctx: RunContext, plan: ResearchPlan) -> tuple[dict, list]:
     """Search until the task holds target × min_candidate_multiplier
     candidates: each further round asks every planned query for twice as many
     results (up to MAX_RESULTS), and stops early when a round brings nothing
-    new (the providers are exhausted). The completeness gate judges after."""
+    new (the providers are exhausted). A provider to which more results cost
+    nothing is asked for all the run needs in the first round, and again only
+    for more than that, and only while it gave all it was asked for. The
+    completeness gate judges after."""
     stats = _search(ctx, plan, "search")
+    gave_all = stats.pop("gave_all")
     candidates = _consolidate(ctx)
-    needed = threshold(ctx.target, ctx.policy.min_candidate_multiplier)
-    depth, exhausted = ctx.settings.max_results, False
-    while len(candidates) < needed and depth < MAX_RESULTS:
+    needed = _needed(ctx)
+    depth, deepest = ctx.settings.max_results, max(_first_depth(ctx, name) for name in ctx.names)
+    exhausted = set(ctx.names) <= gave_all and not stats["failed_searches"]
+    while len(candidates) < needed and not exhausted and depth < MAX_RESULTS:
         depth = min(MAX_RESULTS, depth * 2)
-        more = _search(ctx, plan, "deeper_search", depth=depth)
+        names = [name for name in ctx.names if name not in gave_all and _first_depth(ctx, name) < depth]
+        if not names:
+            continue  # those that may have more were asked for this many in the first round
+        more = _search(ctx, plan, "deeper_search", depth=depth, names=names)
+        gave_all |= more.pop("gave_all")
+        deepest = depth
         stats = {key: stats[key] + more[key] for key in ("searches", "resumed", "failed_searches")}
         found = len(candidates)
         candidates = _consolidate(ctx)
         if len(candidates) == found:
             exhausted = not more["failed_searches"]  # a failed search may yet have more to give
             break
-    return {**stats, "deepest": depth, "exhausted": exhausted}, candidates
+    return {**stats, "deepest": deepest, "exhausted": exhausted}, candidates
+
+
+def _needed(ctx: RunContext) -> int:
+    """The candidates the search completeness gate asks for."""
+    return threshold(ctx.target, ctx.policy.min_candidate_multiplier)
+
+
+def _first_depth(ctx: RunContext, name: str) -> int:
+    """The results a first round asks a provider for: the setting, or, from
+    a provider to which more results cost nothing (the library), as many as
+    the run needs: one round instead of two, and the same sources."""
+    if provider_class(name).answers_in_full:
+        return min(MAX_RESULTS, max(ctx.settings.max_results, _needed(ctx)))
+    return ctx.settings.max_results
 
 
 def deeper(calls: list[SearchCall], depth: int) -> list[SearchCall]:
@@ -292,26 +316,39 @@ def prefixed(calls: list[SearchCall], prefix: str) -> list[SearchCall]:
     return [replace(call, query=replace(call.query, query_id=f"{prefix}{call.query.query_id}")) for call in calls]
 
 
-def _search(ctx: RunContext, plan: ResearchPlan, stage: str, depth: int | None = None) -> dict:
-    names, view = ctx.names, ctx.view
-    calls = route(plan, {name: provider_class(name) for name in names})
+def _search(ctx: RunContext, plan: ResearchPlan, stage: str, depth: int | None = None,
+            names: list[str] | None = None) -> dict:
+    """One round: every planned query at each of `names` (all the run's
+    providers), asked for `depth` results (a deeper round) or for its first
+    depth. Its counts, and `gave_all`: the providers to which more results
+    cost nothing that returned fewer than asked to every query, so have no more."""
+    names, view = names or ctx.names, ctx.view
+    calls = route(plan, {name: provider_class(name) for name in ctx.names})
+    calls = [call for call in calls if call.provider in names]
     if ctx.query_prefix:
         calls = prefixed(calls, ctx.query_prefix)
-    if depth is not None:
-        calls = deeper(calls, depth)
+    asked = ([(call, _first_depth(ctx, call.provider)) for call in calls] if depth is None
+             else [(call, depth) for call in deeper(calls, depth)])
     landed = landed_task(ctx.task_id, ctx.settings)
-    pending = [call for call in calls if call.query.query_id not in landed]
+    pending = [(call, asked_for) for call, asked_for in asked if call.query.query_id not in landed]
     failed = 0
+    filled = {name for name in names if not provider_class(name).answers_in_full}
+    filled |= {call.provider for call, _ in asked if call.query.query_id in landed}  # resumed: unknown
+    wanted = {call.query.query_id: asked_for for call, asked_for in pending}
     label = f"searching {counted(len(names), 'provider')}" + (f", {depth} results each" if depth else "")
     with view.stage(stage, label) as detail:
         view.searches_planned(len(pending))
-        futures = [search_task.submit(call, ctx.task_id, ctx.settings, ctx.client, depth) for call in pending]
+        futures = [search_task.submit(call, ctx.task_id, ctx.settings, ctx.client, asked_for)
+                   for call, asked_for in pending]
         for future in as_completed(futures):
             provider, query_id, items, call_failed = future.result()
             failed += call_failed
+            if call_failed or items >= wanted[query_id]:
+                filled.add(provider)
             view.search_done(provider, query_id, items, call_failed)
-        detail.update(searches=len(pending), resumed=len(calls) - len(pending), failed=failed)
-    return {"searches": len(calls), "resumed": len(calls) - len(pending), "failed_searches": failed}
+        detail.update(searches=len(pending), resumed=len(asked) - len(pending), failed=failed)
+    return {"searches": len(asked), "resumed": len(asked) - len(pending), "failed_searches": failed,
+            "gave_all": set(names) - filled}
 
 
 def _consolidate(ctx: RunContext) -> list:

@@ -285,15 +285,37 @@ def test_run_that_died_midway_resumes_with_only_what_had_not_landed(research):
     assert sorted(query_ids) == sorted(c.query.query_id for c in planned)
 
 
-def test_search_goes_deeper_until_it_reaches_the_candidate_target(research):
-    """The default corpus, one query: ten results are not the 20 candidates a
-    target of 10 wants, so every query is asked again for more before the
-    completeness gate judges."""
+def test_the_library_is_asked_for_all_the_run_needs_in_one_round(research):
+    """The default corpus, one query: the 20 candidates a target of 10 wants
+    are asked of the library at once (more results cost it nothing), not in
+    a second, deeper round."""
     result = research.run("How are class attributes looked up?", library=None, task_id="attrs", target=10)
     assert research.run_row("attrs")["status"] == "complete"
-    query_ids = {r["query_id"] for r in research.dicts("SELECT query_id FROM bundles WHERE task_id = ?", "attrs")}
-    assert "q1.library" in query_ids and "q1.library.n20" in query_ids
-    assert result["sources"] >= 20
+    bundles = research.dicts("SELECT query_id, item_count FROM bundles WHERE task_id = ?", "attrs")
+    assert [b["query_id"] for b in bundles] == ["q1.library"] and bundles[0]["item_count"] >= 20
+    assert result["sources"] >= 20 and result["searches"] == 1
+    trace = research.jsonl("attrs", result["trace_id"], "trace.jsonl")
+    assert len(stage_lines(trace, "consolidate")) == 1 and not stage_lines(trace, "deeper_search")
+
+
+def test_search_goes_deeper_at_the_providers_that_may_have_more(research):
+    """A library of 5 documents gives all it has in the first round; a web
+    API answering 3 results a query is asked again for 20 before the
+    completeness gate judges, and the library is not asked again."""
+    web = FakeWeb()
+    research.online(web, "tavily")
+    result = research.run(task_id="deeper", providers=["library", "tavily"], target=10)
+    assert research.run_row("deeper")["status"] == "complete"
+    landed = research.landed("deeper")
+    web_first = {q for q in landed if q.endswith(".tavily")}
+    assert web_first and {f"{q}.n20" for q in web_first} <= landed
+    assert "q1.library" in landed and not any(".library.n" in q for q in landed)
+    trace = research.jsonl("deeper", result["trace_id"], "trace.jsonl")
+    (deeper,) = stage_lines(trace, "deeper_search")  # the same 3 results again: nothing new, no third round
+    assert deeper["detail"]["searches"] == len([q for q in landed if q.endswith(".n20")]) > 0
+    gates = {e["name"]: json.loads(e["detail"])["reason"] for e in research.events(result["trace_id"])
+             if e["kind"] == "gate"}
+    assert "even asking each query for 20 results" in gates["search_completeness"]
 
 
 # -- (e) gates --------------------------------------------------------------------

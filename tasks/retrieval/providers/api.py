@@ -41,6 +41,7 @@ class ApiProvider:
     min_interval_seconds: ClassVar[float] = 0.0
     prepares: ClassVar[str | None] = None
     finds_web_pages: ClassVar[bool] = True
+    answers_in_full: ClassVar[bool] = False
 
     def __init__(self, settings: Settings, client: httpx.Client):
         self.settings = settings

@@ -74,6 +74,9 @@ class Provider(Protocol):
     min_interval_seconds: ClassVar[float]  # pause after each call, holding its slot (a provider's terms)
     prepares: ClassVar[str | None]  # what `prepare` does, as a progress label; None: nothing to do
     finds_web_pages: ClassVar[bool]  # its results are web pages the quality filter may fetch
+    # more results cost it nothing (no network, no quota): a run's first round asks it for as many as the
+    # run needs, instead of a second, deeper round
+    answers_in_full: ClassVar[bool]
 
     def __init__(self, settings, client) -> None: ...
 

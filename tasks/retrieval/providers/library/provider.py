@@ -79,6 +79,7 @@ class LibraryProvider:
     min_interval_seconds: ClassVar[float] = 0.0
     prepares: ClassVar[str | None] = "indexing the library"
     finds_web_pages: ClassVar[bool] = False  # local documents, read whole when indexed
+    answers_in_full: ClassVar[bool] = True  # ranking its whole index costs the same for 10 results or 50
 
     def __init__(self, settings: Settings, client=None):
         """A configured library folder that does not exist raises ValueError here."""
