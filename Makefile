@@ -22,11 +22,10 @@ browser:
 run: $(STAMP)
 	$(VENV)/bin/searchlake research "$(QUESTION)"
 
-# The layers of the code (pyproject's [tool.importlinter]) are checked first; the test
-# files then run in parallel, one worker a core, each file's tests in one worker.
+# The layers of the code (pyproject's [tool.importlinter]) are checked first.
 test: $(STAMP) browser
 	$(VENV)/bin/lint-imports --no-cache
-	$(PY) -m pytest -q -n auto --dist loadfile
+	$(PY) -m pytest -q
 
 # The manual (docs/, mkdocs.yml): docs-gen rewrites its pages generated from the code
 # (tests/test_docs.py fails when they drift); docs builds the site into site/.
