@@ -8,7 +8,7 @@ English-only and reads words: "怎么提前发现硬盘快要坏了？" finds "�
 it. It reads some 800 tokens a second on two cores (40–90 ms a passage),
 so it is asked only about the passages the faster signals rank first: the
 library's best passages for a task's question
-(tasks/retrieval/providers/library/provider.py) and synthesis's candidates
+(tasks/retrieval/providers/library/ranking.py) and synthesis's candidates
 (tasks/synthesis/evidence.py). What it read is
 kept (vector_store.py), and a server reads a library's passages and
 sentences ahead while idle (tasks/synthesis/read_ahead.py)."""

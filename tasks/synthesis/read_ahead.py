@@ -33,7 +33,7 @@ from tasks.common.sentence_model import read_ahead, vectors_kept_in
 from tasks.common.settings import Settings
 from tasks.retrieval.providers.library.documents import corpus_for
 from tasks.retrieval.providers.library.index import Document, LibraryIndex, open_index
-from tasks.retrieval.providers.library.provider import meaning_text
+from tasks.retrieval.providers.library.ranking import meaning_text
 from tasks.synthesis.base import Source
 from tasks.synthesis.candidates import candidates, windows
 

@@ -17,7 +17,8 @@ from tasks.retrieval.providers.library.extraction import SkipFile, extract
 from tasks.retrieval.providers.library.documents import corpus_for
 from tasks.retrieval.providers.library.index import _LOADED, _read_store, index_library, store_dir
 from tasks.retrieval.providers.base import Query
-from tasks.retrieval.providers.library.provider import LibraryProvider, best_window, calibrated_score
+from tasks.retrieval.providers.library.provider import LibraryProvider, best_window
+from tasks.retrieval.providers.library.ranking import calibrated_score
 
 FILLER = "\n\n".join(
     f"Paragraph {n} talks about soil preparation, compost layers and watering schedules "
