@@ -139,9 +139,10 @@ class LibraryIndex:
         if not self.passages:
             return np.zeros(0), np.zeros(0, dtype=int)
         best = np.maximum.reduceat(scores, self.doc_start[:-1])
-        where = np.array([start + int(np.argmax(scores[start:end]))
-                          for start, end in zip(self.doc_start[:-1], self.doc_start[1:])])
-        return best, where
+        # each document's first passage holding its best score, as argmax would pick it
+        at_best = np.flatnonzero(scores == best[self.passage_doc])
+        _, first = np.unique(self.passage_doc[at_best], return_index=True)
+        return best, at_best[first]
 
     def passage(self, index: int) -> tuple[Document, int, str]:
         doc_no = int(self.passage_doc[index])

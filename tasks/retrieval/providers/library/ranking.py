@@ -170,12 +170,23 @@ def meaning_text(index: LibraryIndex, passage: int) -> str:
 
 def aggregate(index: LibraryIndex, scores: np.ndarray) -> np.ndarray:
     """Per document: its best passage's score plus NEXT_WEIGHT × its next NEXT_PASSAGES."""
-    out = np.zeros(len(index.documents))
-    for doc, (start, end) in enumerate(zip(index.doc_start[:-1], index.doc_start[1:])):
-        top = np.sort(scores[start:end])[::-1][:1 + NEXT_PASSAGES]
-        if len(top):
-            out[doc] = top[0] + NEXT_WEIGHT * top[1:].sum()
-    return out
+    top = top_passage_scores(index, scores, 1 + NEXT_PASSAGES)
+    return top[:, 0] + NEXT_WEIGHT * top[:, 1:].sum(axis=1)
+
+
+def top_passage_scores(index: LibraryIndex, scores: np.ndarray, count: int) -> np.ndarray:
+    """Per document, its `count` best passage scores, best first (0 where it
+    has fewer positive ones). Only positive scores are sorted: a query's
+    scores are 0 in most passages of a large library."""
+    top = np.zeros((len(index.documents), count))
+    held = np.flatnonzero(scores > 0)
+    docs = index.passage_doc[held]
+    order = np.lexsort((-scores[held], docs))  # by document, each one's best first
+    held, docs = held[order], docs[order]
+    rank = np.arange(len(held)) - np.searchsorted(docs, docs)  # a passage's place within its document
+    kept = rank < count
+    top[docs[kept], rank[kept]] = scores[held[kept]]
+    return top
 
 
 def _rrf(scores: np.ndarray) -> np.ndarray:
