@@ -2,7 +2,7 @@
 fresh SEARCHLAKE_HOME: how a step is started, timed (CPU of the step and its
 workers) and measured (peak memory of its process tree), and how a landed
 lake is copied to run a step on again. bench/run.py, bench/writers.py and
-bench/catalogs.py define the steps and import this module; it imports none
+bench/catalogs.py and bench/library_scale.py define the steps and import this module; it imports none
 of them (a child looks its step up by name).
 
     python bench/steps.py --step NAME --home H --bundles B --result R   (the child)
@@ -37,7 +37,9 @@ def cpu_seconds() -> float:
 # define steps import this one, never the other way round.
 STEPS = {"ingest": "bench.run:step_ingest", "consolidate": "bench.run:step_consolidate",
          "reconsolidate": "bench.run:step_consolidate", "baseline": "bench.run:step_baseline",
-         "write": "bench.writers:step_write", "open": "bench.catalogs:step_open"}
+         "write": "bench.writers:step_write", "open": "bench.catalogs:step_open",
+         "library_index": "bench.library_scale:step_index", "library_serve": "bench.library_scale:step_serve",
+         "library_reindex": "bench.library_scale:step_reindex", "library_bm25s": "bench.library_scale:step_bm25s"}
 
 
 def child_main(step: str, home: Path, bundles: Path, result_file: Path) -> int:
@@ -99,7 +101,11 @@ def start_step(step: str, home: Path, bundles: Path, result_file: Path,
     return subprocess.Popen(cmd, cwd=result_file.parent, env=env)
 
 
-def run_step(step: str, home: Path, bundles: Path, workdir: Path, extra_env: dict[str, str] | None = None) -> dict:
+def run_step(step: str, home: Path, bundles: Path, workdir: Path, extra_env: dict[str, str] | None = None,
+             every: float = 0.02) -> dict:
+    """The step's result, with its time and peak memory; its process tree's
+    memory is sampled every `every` seconds (each sample reads all of /proc:
+    a long step samples less often, to leave the cores to the step)."""
     result_file = workdir / f"{step}.json"
     os.sync()  # the previous step's dirty pages are not this step's to write back
     proc = start_step(step, home, bundles, result_file, extra_env)
@@ -111,7 +117,7 @@ def run_step(step: str, home: Path, bundles: Path, workdir: Path, extra_env: dic
         while not done.is_set():
             rss, pss = _tree_memory_bytes(proc.pid)
             peak_rss, peak_pss = max(peak_rss, rss), max(peak_pss, pss)
-            done.wait(0.02)
+            done.wait(every)
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
