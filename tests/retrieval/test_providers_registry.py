@@ -122,3 +122,19 @@ def test_provider_class_for_routing():
     assert registry.provider_class("tavily") is TavilyProvider
     assert "academic" in registry.provider_class("openalex").intents
     assert registry.provider_class("library").name == "library"
+
+
+def test_checking_which_providers_a_run_uses_does_not_load_the_library_index():
+    """A command checks its request before handing the run to a server: the
+    library's index, its ranking and numpy load when the library is searched."""
+    import subprocess
+    import sys
+    heavy = ("numpy", "pyarrow", "bm25s", "tasks.retrieval.providers.library.index",
+             "tasks.retrieval.providers.library.ranking")
+    code = ("import sys\nfrom tasks.common.settings import Settings\n"
+            "from tasks.retrieval.providers.registry import enabled_names, provider_class\n"
+            "for name in enabled_names(Settings()):\n    provider_class(name).preflight(Settings())\n"
+            f"print([m for m in {heavy!r} if m in sys.modules])")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
