@@ -22,10 +22,12 @@ browser:
 run: $(STAMP)
 	$(VENV)/bin/searchlake research "$(QUESTION)"
 
-# The layers of the code (pyproject's [tool.importlinter]) are checked first.
+# The layers of the code (pyproject's [tool.importlinter]) are checked first. The tests
+# run in two processes (pytest-xdist), each test file whole in one of them, so that a
+# module's shared fixtures (a server, a research run) are made once.
 test: $(STAMP) browser
 	$(VENV)/bin/lint-imports --no-cache
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --dist loadfile
 
 # The manual (docs/, mkdocs.yml): docs-gen rewrites its pages generated from the code
 # (tests/test_docs.py fails when they drift); docs builds the site into site/.

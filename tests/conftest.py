@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -33,6 +34,31 @@ def prefect_engine():
     # Prefect's own 30 s is not enough for its server to start on a busy machine.
     with prefect_test_harness(server_startup_timeout=180):
         yield
+
+
+@pytest.fixture(scope="session")
+def migrated_prefect_home(tmp_path_factory) -> Path:
+    """A PREFECT_HOME whose database Prefect has created and migrated, made
+    once: a Prefect server spends some 10 s of CPU migrating a new one.
+    Tests take copies of it (`prefect_home`, `copy_of_prefect_home`)."""
+    home = tmp_path_factory.mktemp("prefect-home-migrated")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    env.update(PREFECT_HOME=str(home), PREFECT_SERVER_ANALYTICS_ENABLED="false")
+    subprocess.run([sys.executable, "-m", "prefect", "server", "database", "upgrade", "-y"], env=env, check=True,
+                   capture_output=True, timeout=600)
+    return home
+
+
+def copy_of_prefect_home(migrated: Path, where: Path) -> Path:
+    """A PREFECT_HOME of its own at `where`, its database already migrated."""
+    shutil.copytree(migrated, where)
+    return where
+
+
+@pytest.fixture
+def prefect_home(migrated_prefect_home, tmp_path) -> Path:
+    """A private PREFECT_HOME (tmp_path/prefect-home) with a migrated database."""
+    return copy_of_prefect_home(migrated_prefect_home, tmp_path / "prefect-home")
 
 
 def prefect_artifacts(key: str) -> list:

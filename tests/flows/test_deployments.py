@@ -34,11 +34,11 @@ def free_port() -> int:
 
 
 @pytest.fixture
-def prefect_server(tmp_path):
+def prefect_server(tmp_path, prefect_home):
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
     env.update({
-        "PREFECT_HOME": str(tmp_path / "prefect-home"),
+        "PREFECT_HOME": str(prefect_home),
         "PREFECT_API_URL": f"http://127.0.0.1:{port}/api",
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
         "PREFECT_UI_ENABLED": "false",

@@ -17,6 +17,7 @@ import pytest
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
+from tests.conftest import copy_of_prefect_home
 from tests.mcp_helpers import RESEARCH_TIMEOUT, Progress, mcp_session, text_of
 from tests.research_helpers import BUDGET_ENV, PROVIDER_KEYS, QUESTION, write_library
 
@@ -52,8 +53,9 @@ class Agent:
 
 
 @pytest.fixture(scope="module")
-def agent(tmp_path_factory):
+def agent(tmp_path_factory, migrated_prefect_home):
     root = tmp_path_factory.mktemp("mcp-stdio")
+    copy_of_prefect_home(migrated_prefect_home, root / "prefect-home")
     env = agent_env(root)
     server = StdioServerParameters(command=sys.executable, args=["-m", "flows.cli", "mcp"], env=env, cwd=root)
     with open(root / "stderr.log", "w") as stderr, mcp_session(lambda: stdio_client(server, errlog=stderr)) as session:

@@ -74,11 +74,11 @@ def test_without_a_prefect_server_watch_add_says_so_and_stores_nothing(cli, lake
     assert lake.count("watches") == 0
 
 
-def test_watch_run_runs_a_round_now_and_says_what_it_found(cli, settings, tmp_path):
+def test_watch_run_runs_a_round_now_and_says_what_it_found(cli, settings, tmp_path, prefect_home):
     from bench.watch import start_watch
     library = write_library(tmp_path / "library")
     start_watch(settings, "solar", {"library": str(library), "providers": ["library"], "target": 3})
-    done = cli.run("watch", "run", "solar", timeout=300, PREFECT_HOME=str(tmp_path / "prefect-home"))
+    done = cli.run("watch", "run", "solar", timeout=300, PREFECT_HOME=str(prefect_home))
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].startswith("Round 1 is the first of this watch: 5 sources")

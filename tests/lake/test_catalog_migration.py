@@ -22,6 +22,8 @@ from tests.conftest import LakeDriver
 from tests.lake.test_concurrency import write_bundles
 
 NOTE = "note: this home keeps its catalog in the DuckDB file"
+# A migration checks every table at a dozen snapshots: half a minute on a busy machine.
+MIGRATION_SECONDS = 300
 
 
 @pytest.fixture
@@ -72,7 +74,7 @@ def test_a_migrated_lake_reads_as_before_and_grows_on(cli, earlier_lake, inbox, 
     report_before = cli.run("report", "--task-id", "t1", "--format", "json").stdout
     old = earlier_lake.settings.catalog_path
 
-    done = cli.run("migrate-catalog")
+    done = cli.run("migrate-catalog", timeout=MIGRATION_SECONDS)
     assert done.returncode == 0, done.stderr
     assert f"the home's catalog is now {old.with_name('catalog.sqlite')}" in done.stdout
     assert NOTE not in done.stderr
@@ -97,8 +99,8 @@ def test_a_migrated_lake_reads_as_before_and_grows_on(cli, earlier_lake, inbox, 
 
 
 def test_a_second_migration_has_nothing_to_do(cli, earlier_lake, error_lines_of):
-    assert cli.run("migrate-catalog").returncode == 0
-    done = cli.run("migrate-catalog")
+    assert cli.run("migrate-catalog", timeout=MIGRATION_SECONDS).returncode == 0
+    done = cli.run("migrate-catalog", timeout=MIGRATION_SECONDS)
     assert done.returncode == 2
     (line,) = error_lines_of(done.stderr)
     assert line.startswith("error: nothing to migrate: the home's catalog is ") and line.endswith("catalog.sqlite")
@@ -122,11 +124,11 @@ def test_a_killed_migration_leaves_one_whole_catalog(cli, earlier_lake):
         time.sleep(delay * random.uniform(0.5, 1.5))
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGKILL)
-        proc.communicate(timeout=60)
+        proc.communicate(timeout=MIGRATION_SECONDS)
         assert what_a_reader_sees(LakeDriver(Settings())) == before, f"killed {delay} s into the copy"
         if proc.returncode == 0:
             break  # it finished before the kill: nothing more to interrupt
-    done = cli.run("migrate-catalog")
+    done = cli.run("migrate-catalog", timeout=MIGRATION_SECONDS)
     assert done.returncode in (0, 2), done.stderr  # 2: the killed one had already moved it
     final = LakeDriver(Settings())
     assert final.settings.catalog_path.name == "catalog.sqlite"

@@ -16,11 +16,11 @@ pytest.importorskip("moto.server")
 
 
 @pytest.fixture
-def s3_env(s3_endpoint, tmp_path):
+def s3_env(s3_endpoint, tmp_path, prefect_home):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SEARCHLAKE_", "AWS_"))}
     env.update(AWS_ACCESS_KEY_ID="test", AWS_SECRET_ACCESS_KEY="test", AWS_DEFAULT_REGION="us-east-1",
                AWS_ENDPOINT_URL=s3_endpoint, SEARCHLAKE_HOME=str(tmp_path / "home"),
-               SEARCHLAKE_LAKE="s3://lake/prefix", SEARCHLAKE_AUTOSERVE="false", PREFECT_HOME=str(tmp_path / "prefect"),
+               SEARCHLAKE_LAKE="s3://lake/prefix", SEARCHLAKE_AUTOSERVE="false", PREFECT_HOME=str(prefect_home),
                PREFECT_SERVER_ANALYTICS_ENABLED="false")
     client = boto3.client("s3", endpoint_url=s3_endpoint, region_name="us-east-1",
                           aws_access_key_id="test", aws_secret_access_key="test")

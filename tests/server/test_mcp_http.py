@@ -25,6 +25,7 @@ from tasks.common.settings import Settings
 from tasks.server.serve import build_app
 from tasks.server.web.guards import CROSS_SITE
 from tasks.server.web.launching import HOW_TO_OFFER_A_FOLDER
+from tests.conftest import copy_of_prefect_home
 from tests.mcp_helpers import RESEARCH_TIMEOUT, Progress, http_transport, mcp_session, text_of
 from tests.server.test_serve_cli import wait_for_record
 from tests.research_helpers import BUDGET_ENV, PROVIDER_KEYS, QUESTION, write_library
@@ -93,9 +94,10 @@ class Served:
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory):
+def served(tmp_path_factory, migrated_prefect_home):
     """`searchlake serve` with a token on 127.0.0.1, offering one library folder."""
     root = tmp_path_factory.mktemp("mcp-http")
+    copy_of_prefect_home(migrated_prefect_home, root / "prefect-home")
     library = write_library(root / "library")
     drop = set(PROVIDER_KEYS + BUDGET_ENV + ("PREFECT_API_URL",))
     env = {k: v for k, v in os.environ.items() if not k.startswith("SEARCHLAKE_") and k not in drop}

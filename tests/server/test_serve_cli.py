@@ -30,11 +30,9 @@ from tasks.server.handoff import ServeRecord, fingerprint, record_path, run_valu
 
 
 @pytest.fixture
-def user(cli, tmp_path, monkeypatch):
+def user(cli, tmp_path, prefect_home, monkeypatch):
     for name in PROVIDER_KEYS + BUDGET_ENV + ("PREFECT_API_URL",):
         monkeypatch.delenv(name, raising=False)
-    prefect_home = tmp_path / "prefect-home"
-    prefect_home.mkdir()
     monkeypatch.setenv("PREFECT_HOME", str(prefect_home))
     monkeypatch.setenv("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     cli.library = write_library(tmp_path / "library")
