@@ -36,13 +36,13 @@ How much do solar panels and storage cost?
 
 
 @pytest.fixture
-def batch_cli(cli, tmp_path, prefect_home, monkeypatch):
+def batch_cli(cli, tmp_path, monkeypatch):
     for name in PROVIDER_KEYS + BUDGET_ENV:
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("PREFECT_HOME", str(prefect_home))
+    monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "prefect-home"))
     monkeypatch.delenv("PREFECT_API_URL", raising=False)  # each batch starts its own temporary server
     monkeypatch.setenv("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    cli.prefect_home = prefect_home
+    cli.prefect_home = tmp_path / "prefect-home"
     cli.library = write_library(tmp_path / "notes")
     cli.questions = tmp_path / "questions.txt"
     cli.questions.write_text(QUESTIONS, encoding="utf-8")
