@@ -127,20 +127,22 @@ def step_serve(home: Path, library: Path) -> dict:
     index = open_index(settings, corpus_for(settings))
     opened = time.perf_counter() - started
     provider = LibraryProvider(settings)
-    times, found = [], 0
+    times, found = [], []
     for n, text in enumerate(json.loads((home / QUERIES_FILE).read_text(encoding="utf-8"))):
         started = time.perf_counter()
         hits = provider.search(Query(f"q{n}", text, "library"), 10)
         times.append(time.perf_counter() - started)
-        found += bool(hits)
-    return {"open_seconds": opened, "passages": index.passages, "query_seconds": times, "answered": found}
+        found.append([hit.url for hit in hits])
+    return {"open_seconds": opened, "passages": index.passages, "query_seconds": times,
+            "answered": sum(map(bool, found)), "hits": found}
 
 
 def step_reindex(home: Path, library: Path) -> dict:
     from tasks.retrieval.providers.library.index import index_library
     started = time.perf_counter()
     report = index_library(_settings(home, library))
-    return {"seconds": time.perf_counter() - started, "updated": report.updated, "added": report.added}
+    return {"seconds": time.perf_counter() - started, "updated": report.updated, "added": report.added,
+            "segments": getattr(report, "segments", None)}
 
 
 def step_bm25s(home: Path, library: Path) -> dict:

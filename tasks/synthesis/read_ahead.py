@@ -31,8 +31,8 @@ import numpy as np
 
 from tasks.common.sentence_model import read_ahead, vectors_kept_in
 from tasks.common.settings import Settings
-from tasks.retrieval.providers.library.documents import corpus_for
-from tasks.retrieval.providers.library.index import Document, LibraryIndex, open_index
+from tasks.retrieval.providers.library.documents import Document, corpus_for
+from tasks.retrieval.providers.library.index import LibraryIndex, open_index
 from tasks.retrieval.providers.library.ranking import meaning_text
 from tasks.synthesis.base import Source
 from tasks.synthesis.candidates import candidates, windows

@@ -15,7 +15,7 @@ from tasks.common.settings import Settings
 from tasks.retrieval.providers.library.documents import PASSAGE_CHARS, PYDOC_PAGES, passages
 from tasks.retrieval.providers.library.extraction import SkipFile, extract
 from tasks.retrieval.providers.library.documents import corpus_for
-from tasks.retrieval.providers.library.index import _LOADED, _read_store, index_library, store_dir
+from tasks.retrieval.providers.library.index import _LOADED, index_library, open_index
 from tasks.retrieval.providers.base import Query
 from tasks.retrieval.providers.library.provider import LibraryProvider, best_window
 from tasks.retrieval.providers.library.ranking import calibrated_score
@@ -65,7 +65,7 @@ def search(settings, text, n=5, intent="library"):
 
 def doc_rows(settings) -> dict:
     """The stored documents, by path."""
-    return {d.path: d for d in _read_store(store_dir(settings, corpus_for(settings)))}
+    return {d.path: d for d in open_index(settings, corpus_for(settings)).documents}
 
 
 # -- indexing a folder ------------------------------------------------------------

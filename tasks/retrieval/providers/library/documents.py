@@ -73,6 +73,23 @@ class DocumentFile:
 
 
 @dataclass(frozen=True)
+class Document:
+    """A file (or topic) as the index stores it."""
+
+    path: str
+    url: str
+    kind: str
+    mtime: float
+    size: int
+    sha256: str
+    title: str
+    text: str
+    spans: tuple[tuple[int, int], ...]
+    passage_terms: tuple[str, ...]  # per passage its terms, space-separated, its title's terms first
+    vectors: bytes = b""  # per passage its embedding (float32 × embeddings.DIM), of title and passage
+
+
+@dataclass(frozen=True)
 class Corpus:
     key: str
     root: str

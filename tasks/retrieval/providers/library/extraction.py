@@ -41,6 +41,9 @@ def extract(kind: str, data: bytes, name: str) -> Extracted:
     return Extracted(title=(title or Path(name).stem).strip()[:500], text=text)
 
 
+_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0e-\x1f]")  # below 32 but tab, line feed, form feed, return
+
+
 def decode(data: bytes) -> str:
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         try:
@@ -59,7 +62,7 @@ def decode(data: bytes) -> str:
     else:
         raise SkipFile("binary or undecodable file (neither UTF-8 nor cp1252)")
     sample = text[:4096]
-    controls = sum(1 for ch in sample if ord(ch) < 32 and ch not in "\t\n\r\f")
+    controls = len(_CONTROLS.findall(sample))
     if sample and controls > len(sample) * 0.05:
         raise SkipFile("binary file (control characters)")
     return text

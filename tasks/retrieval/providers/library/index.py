@@ -1,33 +1,34 @@
 """The library's search index: a corpus's documents (walked, extracted and
 cut into passages by documents.py) with each passage's terms
 (tasks/common/text.py: the same tokenizer, stopwords and Porter stemmer as
-queries and scoring), stored as one Parquet file per corpus under
-SEARCHLAKE_HOME/library/<corpus id>/, and a BM25 index (bm25s) over the
-passages, built from the stored terms when the corpus changes and saved
-beside them; each passage also keeps its embedding (embeddings.py) for the
-dense half of the ranking (provider.py).
+queries and scoring) and embedding (embeddings.py, for the dense half of the
+ranking in provider.py), stored under SEARCHLAKE_HOME/library/<corpus id>/
+in segments, with BM25 over all of them (term_matrix.py).
+
+A segment (`s<number>/`) holds the documents written together, as a Parquet
+file, and their passages' term counts; it is never changed once written.
+`index.json` names the live segments and, per segment, the documents a later
+segment replaced or that were removed; it is written last, whole, so a
+crash leaves the index as it was. A re-index writes one new segment with the
+changed documents, so its cost follows what changed, not the library's size.
+When there are more than MAX_SEGMENTS segments the small ones are merged;
+when a quarter of the stored passages are dead, everything is rewritten as
+one segment.
 
 Change detection per file: same (mtime, size) as stored -> unchanged, not
-read; otherwise read and hash: same sha256 -> only mtime/size updated;
-different -> re-extracted and re-tokenized. Stored files that disappeared
-(or became unreadable) are dropped. Only changed files are read and
-tokenized; the BM25 matrix is rebuilt from the stored terms (about a second
-for the 530 pages of the Python documentation). Files that cannot be indexed
-are returned as `Skip`s (path, reason) for the caller's error log.
-
-BM25 (Lucene's variant, as bm25s computes it), k1 = 1.2, b = 0.75, per
-passage; a passage's terms include its document's title terms:
-    idf(t) = ln(1 + (N − df(t) + 0.5) / (df(t) + 0.5))
-    bm25(p) = Σ_t idf(t) · tf / (tf + k1 · (1 − b + b · |p| / avg|p|))
-A term no passage holds has df = 0 (the largest idf).
+read; otherwise read and hash: same sha256 -> "touched", the stored document
+moves to the new segment with its new mtime; different -> re-extracted and
+re-tokenized. Stored files that disappeared (or became unreadable) are
+dropped. Files that cannot be indexed are returned as `Skip`s (path, reason)
+for the caller's error log.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
+import re
 import shutil
 import threading
 import time
@@ -35,20 +36,24 @@ from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import bm25s
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from filelock import FileLock
 
 from tasks.common.settings import Settings
-from tasks.common.text import terms
-from tasks.retrieval.providers.library.documents import Corpus, DocumentFile, Skip, corpus_for, passages
-from tasks.retrieval.providers.library.extraction import SkipFile, extract
-from tasks.retrieval.bm25 import B, K1
-from tasks.retrieval.providers.library.embeddings import DIM, embed
+from tasks.retrieval.providers.library.documents import Corpus, Document, DocumentFile, Skip, corpus_for
+from tasks.retrieval.providers.library.embeddings import DIM
+from tasks.retrieval.providers.library.extracting import ChangedFile, Extracted, Extractor
+from tasks.retrieval.providers.library.extraction import SkipFile
+from tasks.retrieval.providers.library.term_matrix import SegmentedBM25, TermMatrix
 
-STORE_FORMAT = 6  # bump when the stored text or terms change meaning (extraction, tokenizer, stemmer)
+STORE_FORMAT = 7  # bump when the stored text or terms change meaning (extraction, tokenizer, stemmer) or the layout
+MANIFEST = "index.json"
+MAX_SEGMENTS = 8
+MOST_DEAD = 0.25  # share of the stored passages dead at which everything is rewritten as one segment
+_SEGMENT_NAME = re.compile(r"s\d{6}")
 
 
 @dataclass
@@ -62,7 +67,8 @@ class IndexReport:
     removed: int = 0
     unchanged: int = 0
     skipped: list[Skip] = field(default_factory=list)
-    rebuilt: bool = False
+    rebuilt: bool = False  # the index's content changed
+    segments: int = 0
     seconds: float = 0.0
 
     @property
@@ -71,68 +77,62 @@ class IndexReport:
 
 
 @dataclass(frozen=True)
-class Document:
-    path: str
-    url: str
-    kind: str
-    mtime: float
-    size: int
-    sha256: str
-    title: str
-    text: str
-    spans: tuple[tuple[int, int], ...]
-    passage_terms: tuple[str, ...]  # per passage its terms, space-separated, its title's terms first
-    vectors: bytes = b""  # per passage its embedding (float32 × embeddings.DIM), of title and passage
+class Segment:
+    """Documents written together, in order, and their passages' term counts."""
+
+    name: str
+    documents: tuple[Document, ...]
+    matrix: TermMatrix
+
+    @staticmethod
+    def of(name: str, parts: list[Extracted]) -> Segment:
+        return Segment(name, tuple(d for part in parts for d in part.documents),
+                       TermMatrix.joined([part.matrix for part in parts]))
+
+    def live(self, dead: frozenset[int]) -> Extracted:
+        """Its documents but the dead ones, with their term counts."""
+        return Extracted([d for n, d in enumerate(self.documents) if n not in dead],
+                         self.matrix.without(_dead_passages(self, dead)), [])
 
 
 class LibraryIndex:
-    """BM25 over every passage of one corpus; a document scores as its best passage."""
+    """BM25 over every live passage of one corpus; a document scores as its best passage."""
 
-    def __init__(self, corpus_key: str, documents: list[Document], bm25: bm25s.BM25 | None):
+    def __init__(self, corpus_key: str, segments: list[Segment], dead: dict[str, frozenset[int]]):
         self.corpus_key = corpus_key
-        self.documents = documents
-        counts = [len(d.passage_terms) for d in documents]
-        self.passage_doc = np.repeat(np.arange(len(documents)), counts)
+        self.segments, self.dead = segments, dead
+        stored = [d for s in segments for i, d in enumerate(s.documents) if i not in dead.get(s.name, ())]
+        # in the order of their paths, whatever segment holds them: an index grown by re-indexes
+        # ranks (ties included) as one built at once
+        order = sorted(range(len(stored)), key=lambda n: stored[n].path)
+        self.documents = [stored[n] for n in order]
+        counts = [len(d.passage_terms) for d in self.documents]
+        self.passage_doc = np.repeat(np.arange(len(self.documents)), counts)
         self.doc_start = np.concatenate(([0], np.cumsum(counts))).astype(int)
         self.passages = int(self.doc_start[-1])
-        self.bm25 = bm25
-        self.vectors = (np.frombuffer(b"".join(d.vectors for d in documents), dtype=np.float32)
+        self.bm25 = SegmentedBM25([s.matrix.without(_dead_passages(s, dead.get(s.name, frozenset())))
+                                   for s in segments], _renumbering(stored, order, self.doc_start))
+        self.vectors = (np.frombuffer(b"".join(d.vectors for d in self.documents), dtype=np.float32)
                         .reshape(self.passages, DIM))
-        # the index is column-major: a term's column holds one entry per passage containing it
-        self._df = np.diff(bm25.scores["indptr"]) if bm25 is not None else np.zeros(0, dtype=int)
         self._memo: OrderedDict = OrderedDict()
         self._memo_guard = threading.Lock()
 
-    @staticmethod
-    def build(corpus_key: str, documents: list[Document]) -> LibraryIndex:
-        corpus = [t.split() for d in documents for t in d.passage_terms]
-        bm25 = None
-        if corpus:
-            bm25 = bm25s.BM25(k1=K1, b=B)
-            bm25.index(corpus, show_progress=False)
-        return LibraryIndex(corpus_key, documents, bm25)
-
     def df(self, term: str) -> int:
-        column = self.bm25.vocab_dict.get(term) if self.bm25 is not None else None
-        return 0 if column is None else int(self._df[column])
+        return self.bm25.df(term)
 
     def idf(self, term: str) -> float:
-        df = self.df(term)
-        return math.log(1 + (self.passages - df + 0.5) / (df + 0.5))
+        return self.bm25.idf(term)
 
     def weighted_scores(self, weights: dict[str, float]) -> np.ndarray:
         """Σ_t weight(t) · bm25_t(passage): BM25 of a query whose terms carry weights."""
         total = np.zeros(self.passages)
         for term, weight in weights.items():
-            if weight and self.df(term):
-                total += weight * np.asarray(self.bm25.get_scores([term]), dtype=float)
+            if weight:
+                self.bm25.add_scores(total, term, weight)
         return total
 
     def passage_scores(self, query_terms: list[str]) -> np.ndarray:
-        known = [t for t in dict.fromkeys(query_terms) if self.df(t)]
-        if not known:
-            return np.zeros(self.passages)
-        return np.asarray(self.bm25.get_scores(known), dtype=float)
+        return self.weighted_scores(dict.fromkeys(query_terms, 1.0))
 
     def best_passages(self, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per document: its best passage's score and that passage's global index."""
@@ -168,6 +168,21 @@ class LibraryIndex:
         return value
 
 
+def _renumbering(stored: list[Document], order: list[int], doc_start: np.ndarray) -> np.ndarray:
+    """For each live passage in the order of the segments, its number in the order of the paths."""
+    counts = np.array([len(d.passage_terms) for d in stored], dtype=np.int64)
+    position = np.empty(len(stored), dtype=np.int64)
+    position[order] = np.arange(len(stored))
+    doc = np.repeat(np.arange(len(stored)), counts)
+    within = np.arange(int(counts.sum())) - np.concatenate(([0], np.cumsum(counts)))[doc]
+    return doc_start[position[doc]] + within
+
+
+def _dead_passages(segment: Segment, dead: frozenset[int]) -> np.ndarray:
+    marks = [number in dead for number, d in enumerate(segment.documents) for _ in d.passage_terms]
+    return np.array(marks, dtype=bool)
+
+
 # -- the store ----------------------------------------------------------------
 
 def store_dir(settings: Settings, corpus: Corpus) -> Path:
@@ -181,29 +196,61 @@ _SCHEMA = pa.schema([
     ("span_start", pa.list_(pa.int32())), ("span_end", pa.list_(pa.int32())),
     ("passage_terms", pa.list_(pa.large_string())), ("vectors", pa.large_binary()),
 ])
+_STAMP_COLUMNS = ["path", "mtime", "size", "sha256"]
 
 
-def _read_store(folder: Path) -> list[Document]:
-    meta, data = folder / "corpus.json", folder / "documents.parquet"
-    if not meta.is_file() or not data.is_file():
-        return []
-    if json.loads(meta.read_text(encoding="utf-8")).get("format") != STORE_FORMAT:
-        return []  # stored under another tokenizer: re-index everything
-    table = pq.read_table(data, schema=_SCHEMA).to_pylist()
-    return [Document(r["path"], r["url"], r["kind"], r["mtime"], r["size"], r["sha256"], r["title"], r["text"],
-                     tuple(zip(r["span_start"], r["span_end"])), tuple(r["passage_terms"]), r["vectors"])
-            for r in table]
+@dataclass(frozen=True)
+class Manifest:
+    """The live segments, in order, each with the numbers of its dead documents."""
+
+    segments: tuple[str, ...] = ()
+    dead: tuple[tuple[str, frozenset[int]], ...] = ()
+    next_number: int = 1
+
+    @property
+    def dead_by_segment(self) -> dict[str, frozenset[int]]:
+        return dict(self.dead)
 
 
-def _write_store(folder: Path, corpus: Corpus, documents: list[Document], index: LibraryIndex | None) -> None:
-    """Written to temporary names and renamed: a crash leaves the previous
-    store. The documents file is written last: its stamp says the store changed."""
-    folder.mkdir(parents=True, exist_ok=True)
-    if index is not None and index.bm25 is not None:
-        shutil.rmtree(folder / "bm25.tmp", ignore_errors=True)
-        index.bm25.save(str(folder / "bm25.tmp"), show_progress=False)
-        shutil.rmtree(folder / "bm25", ignore_errors=True)
-        os.replace(folder / "bm25.tmp", folder / "bm25")
+def _read_manifest(folder: Path) -> Manifest:
+    """The stored manifest; an empty one (everything indexed again) where
+    there is none, or it is of another format or not one searchlake wrote."""
+    try:
+        stored = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+        if stored.get("format") != STORE_FORMAT:
+            return Manifest()
+        names = tuple(stored["segments"])
+        if not all(isinstance(n, str) and _SEGMENT_NAME.fullmatch(n) for n in names) or len(set(names)) < len(names):
+            return Manifest()
+        dead = tuple((n, frozenset(int(i) for i in stored["dead"].get(n, []))) for n in names)
+        return Manifest(names, dead, max(int(stored["next"]), *(int(n[1:]) + 1 for n in names), 1))
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return Manifest()
+
+
+def _write_manifest(folder: Path, corpus: Corpus, manifest: Manifest) -> None:
+    body = {"format": STORE_FORMAT, "key": corpus.key, "root": corpus.root, "segments": list(manifest.segments),
+            "dead": {name: sorted(numbers) for name, numbers in manifest.dead if numbers},
+            "next": manifest.next_number}
+    temporary = folder / f"{MANIFEST}.tmp"
+    temporary.write_text(json.dumps(body), encoding="utf-8")
+    os.replace(temporary, folder / MANIFEST)
+
+
+def _read_segment(folder: Path, name: str) -> Segment:
+    rows = pq.read_table(folder / name / "documents.parquet", schema=_SCHEMA).to_pylist()
+    documents = tuple(Document(r["path"], r["url"], r["kind"], r["mtime"], r["size"], r["sha256"], r["title"],
+                               r["text"], tuple(zip(r["span_start"], r["span_end"])), tuple(r["passage_terms"]),
+                               r["vectors"]) for r in rows)
+    return Segment(name, documents, TermMatrix.load(folder / name))
+
+
+def _write_segment(folder: Path, segment: Segment) -> None:
+    """Written under a temporary name and renamed: a segment is whole or absent."""
+    documents = segment.documents
+    temporary = folder / f"{segment.name}.tmp"
+    shutil.rmtree(temporary, ignore_errors=True)
+    temporary.mkdir(parents=True)
     table = pa.table({
         "path": [d.path for d in documents], "url": [d.url for d in documents],
         "kind": [d.kind for d in documents], "mtime": [float(d.mtime) for d in documents],
@@ -214,19 +261,79 @@ def _write_store(folder: Path, corpus: Corpus, documents: list[Document], index:
         "passage_terms": [list(d.passage_terms) for d in documents],
         "vectors": [d.vectors for d in documents],
     }, schema=_SCHEMA)
-    pq.write_table(table, folder / "documents.parquet.tmp")
-    (folder / "corpus.json.tmp").write_text(json.dumps({"key": corpus.key, "root": corpus.root,
-                                                        "format": STORE_FORMAT}), encoding="utf-8")
-    os.replace(folder / "corpus.json.tmp", folder / "corpus.json")
-    os.replace(folder / "documents.parquet.tmp", folder / "documents.parquet")
+    pq.write_table(table, temporary / "documents.parquet")
+    segment.matrix.save(temporary)
+    shutil.rmtree(folder / segment.name, ignore_errors=True)
+    os.replace(temporary, folder / segment.name)
+
+
+def _remove_unlisted(folder: Path, manifest: Manifest) -> None:
+    """Segments no manifest names any more (merged, or left by a crash), and
+    the files of earlier store formats."""
+    for entry in folder.iterdir():
+        listed = entry.name in manifest.segments
+        if entry.is_dir() and not listed and (_SEGMENT_NAME.fullmatch(entry.name.removesuffix(".tmp"))
+                                              or entry.name in ("bm25", "bm25.tmp")):
+            shutil.rmtree(entry, ignore_errors=True)
+        elif entry.name in ("documents.parquet", "corpus.json"):
+            entry.unlink(missing_ok=True)
 
 
 # -- indexing -------------------------------------------------------------------
 
 # In this process: the loaded index of each store folder, with the stamp of
-# the file it was built from (another process may re-index meanwhile).
+# the manifest it was loaded from (another process may re-index meanwhile).
 _LOADED: dict[str, tuple[tuple, LibraryIndex]] = {}
 _GUARD = threading.RLock()
+
+
+@dataclass(frozen=True)
+class _Stored:
+    """Where a stored document lives, and what change detection compares."""
+
+    segment: str
+    number: int
+    passages: int
+    mtime: float
+    size: int
+    sha256: str
+
+
+@dataclass
+class _Changes:
+    """What a walk of the corpus found against the store."""
+
+    report: IndexReport
+    fresh: list[Extracted] = field(default_factory=list)  # added or updated: extracted anew
+    touched: dict[str, tuple[float, int]] = field(default_factory=dict)  # path -> new (mtime, size)
+    gone: list[_Stored] = field(default_factory=list)  # stored documents replaced, moved or removed
+
+    @property
+    def any(self) -> bool:
+        return bool(self.fresh or self.touched or self.gone)
+
+
+class _Segments:
+    """The store's segments, each read from disk at most once, those of this
+    process's loaded index taken from memory."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        loaded = _LOADED.get(str(folder))
+        current = loaded is not None and loaded[0] == _stamp(folder)
+        self.known: dict[str, Segment] = {s.name: s for s in loaded[1].segments} if current else {}
+
+    def __getitem__(self, name: str) -> Segment:
+        if name not in self.known:
+            self.known[name] = _read_segment(self.folder, name)
+        return self.known[name]
+
+    def add(self, segment: Segment) -> None:
+        _write_segment(self.folder, segment)
+        self.known[segment.name] = segment
+
+    def all_in_memory(self, names: tuple[str, ...]) -> list[Segment] | None:
+        return [self.known[n] for n in names] if all(n in self.known for n in names) else None
 
 
 def index_library(settings: Settings, corpus: Corpus | None = None) -> IndexReport:
@@ -236,16 +343,26 @@ def index_library(settings: Settings, corpus: Corpus | None = None) -> IndexRepo
     folder.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     with _GUARD, FileLock(str(folder / "index.lock"), timeout=settings.lock_timeout or -1):
-        report, documents = _update(corpus, _read_store(folder))
-        if report.changed or not (folder / "documents.parquet").is_file():
-            index = LibraryIndex.build(corpus.key, documents)
-            _write_store(folder, corpus, documents, index)
-            _LOADED[str(folder)] = (_stamp(folder), index)
-            report.rebuilt = True
-        elif report.touched:
-            _write_store(folder, corpus, documents, None)  # new mtimes only: the BM25 index stands
-    report.seconds = round(time.perf_counter() - started, 3)
-    return report
+        manifest = _read_manifest(folder)
+        stored = _stored(folder, manifest)
+        if stored is None:  # a segment named by the manifest is missing or unreadable: start again
+            manifest, stored = Manifest(), ({}, {})
+        changes = _update(corpus, stored[0])
+        if changes.any or not manifest.segments:
+            segments = _Segments(folder)
+            manifest = _with_changes(manifest, stored[0], changes, segments)
+            manifest = _merged_if_due(manifest, _live_passages(manifest, stored[1], changes, segments), segments)
+            _write_manifest(folder, corpus, manifest)
+            _remove_unlisted(folder, manifest)
+            whole = segments.all_in_memory(manifest.segments)
+            if whole is None:  # this process has not loaded the index: open_index reads it when asked
+                _LOADED.pop(str(folder), None)
+            else:
+                _LOADED[str(folder)] = (_stamp(folder), LibraryIndex(corpus.key, whole, manifest.dead_by_segment))
+        changes.report.rebuilt = changes.report.changed
+        changes.report.segments = len(manifest.segments)
+    changes.report.seconds = round(time.perf_counter() - started, 3)
+    return changes.report
 
 
 def open_index(settings: Settings, corpus: Corpus) -> LibraryIndex:
@@ -253,68 +370,149 @@ def open_index(settings: Settings, corpus: Corpus) -> LibraryIndex:
     changed; a corpus never indexed is indexed first."""
     folder = store_dir(settings, corpus)
     with _GUARD:
-        stamp = _stamp(folder)
         loaded = _LOADED.get(str(folder))
-        if stamp is None:
+        if loaded is not None and loaded[0] == _stamp(folder):
+            return loaded[1]
+        with FileLock(str(folder / "index.lock"), timeout=settings.lock_timeout or -1):
+            stamp, manifest = _stamp(folder), _read_manifest(folder)
+            try:
+                segments = [_read_segment(folder, name) for name in manifest.segments]
+            except (OSError, pa.ArrowException, ValueError):
+                segments = []
+        if not segments:  # never indexed, of another format, or unreadable: indexed now
             index_library(settings, corpus)
-            return _LOADED[str(folder)][1]
-        if loaded is None or loaded[0] != stamp:
-            with FileLock(str(folder / "index.lock"), timeout=settings.lock_timeout or -1):
-                _LOADED[str(folder)] = (_stamp(folder), _loaded(folder, corpus))
+            return open_index(settings, corpus)
+        _LOADED[str(folder)] = (stamp, LibraryIndex(corpus.key, segments, manifest.dead_by_segment))
         return _LOADED[str(folder)][1]
 
 
 def _stamp(folder: Path) -> tuple | None:
     try:
-        info = (folder / "documents.parquet").stat()
+        info = (folder / MANIFEST).stat()
     except OSError:
         return None
-    return info.st_mtime_ns, info.st_size
+    return info.st_mtime_ns, info.st_size, info.st_ino
 
 
-def _loaded(folder: Path, corpus: Corpus) -> LibraryIndex:
-    documents = _read_store(folder)
-    if not documents or not (folder / "bm25").is_dir():
-        return LibraryIndex.build(corpus.key, documents)
-    return LibraryIndex(corpus.key, documents, bm25s.BM25.load(str(folder / "bm25"), show_progress=False))
+def _stored(folder: Path, manifest: Manifest) -> tuple[dict[str, _Stored], dict[str, tuple[int, int]]] | None:
+    """The live stored documents by path, and each segment's passages alive
+    and in all; None when a segment cannot be read."""
+    dead = manifest.dead_by_segment
+    found: dict[str, _Stored] = {}
+    held: dict[str, tuple[int, int]] = {}
+    for name in manifest.segments:
+        try:
+            table = pq.read_table(folder / name / "documents.parquet", columns=_STAMP_COLUMNS + ["span_start"])
+        except (OSError, pa.ArrowException):
+            return None
+        counts = pc.list_value_length(table["span_start"]).fill_null(0).to_pylist()
+        rows = zip(*(table[c].to_pylist() for c in _STAMP_COLUMNS), counts)
+        alive = 0
+        for number, (path, mtime, size, sha, passages_held) in enumerate(rows):
+            if number not in dead.get(name, ()):
+                found[path] = _Stored(name, number, passages_held, mtime, size, sha)
+                alive += passages_held
+        held[name] = (alive, sum(counts))
+    return found, held
 
 
-def _update(corpus: Corpus, stored: list[Document]) -> tuple[IndexReport, list[Document]]:
-    report = IndexReport(corpus=corpus.key, root=corpus.root)
-    known = {d.path: d for d in stored}
-    kept: list[Document] = []
-    for found in corpus.walk():
-        if isinstance(found, Skip):
-            report.skipped.append(found)
-            continue
-        outcome = _examine(found, known.get(found.path))
-        if isinstance(outcome, Skip):
-            report.skipped.append(outcome)
-            continue
-        kind, document = outcome
-        setattr(report, kind, getattr(report, kind) + 1)
-        kept.append(document)
-    report.removed = len(set(known) - {d.path for d in kept})
-    report.documents = len(kept)
-    kept.sort(key=lambda d: d.path)
-    return report, _with_vectors(kept)
+def _update(corpus: Corpus, stored: dict[str, _Stored]) -> _Changes:
+    changes = _Changes(IndexReport(corpus=corpus.key, root=corpus.root))
+    report, seen, extractor = changes.report, set(), Extractor()
+    try:
+        for found in corpus.walk():
+            if isinstance(found, Skip):
+                report.skipped.append(found)
+                continue
+            known = stored.get(found.path)
+            outcome = _examine(found, known)
+            if isinstance(outcome, Skip):
+                report.skipped.append(outcome)
+            elif isinstance(outcome, ChangedFile):
+                extractor.add(outcome)
+            else:
+                setattr(report, outcome, getattr(report, outcome) + 1)
+                seen.add(found.path)
+                if outcome == "touched":
+                    changes.touched[found.path] = (found.mtime, found.size)
+                    changes.gone.append(known)
+        changes.fresh = extractor.finish()
+    finally:
+        extractor.close()
+    for part in changes.fresh:
+        report.skipped += part.skipped
+        for document in part.documents:
+            seen.add(document.path)
+            known = stored.get(document.path)
+            report.updated += known is not None
+            report.added += known is None
+            if known is not None:
+                changes.gone.append(known)
+    removed = [known for path, known in stored.items() if path not in seen]
+    report.removed = len(removed)
+    changes.gone += removed
+    report.documents = len(seen)
+    return changes
 
 
-def _with_vectors(documents: list[Document]) -> list[Document]:
-    """Embed the passages of the documents that have no vectors yet, in one batch."""
-    missing = [d for d in documents if not d.vectors and d.spans]
-    texts = [f"{d.title}\n{d.text[s:e]}" for d in missing for s, e in d.spans]
-    vectors, at, filled = embed(texts), 0, {}
-    for doc in missing:
-        filled[doc.path] = replace(doc, vectors=vectors[at:at + len(doc.spans)].tobytes())
-        at += len(doc.spans)
-    return [filled.get(d.path, d) for d in documents]
+def _with_changes(manifest: Manifest, stored: dict[str, _Stored], changes: _Changes,
+                  segments: _Segments) -> Manifest:
+    """The store with one new segment of the fresh and touched documents, and
+    the documents they replace (and the removed ones) marked dead."""
+    moved = [replace(segments[stored[path].segment].documents[stored[path].number], mtime=mtime, size=size)
+             for path, (mtime, size) in changes.touched.items()]
+    dead = {name: set(numbers) for name, numbers in manifest.dead}
+    for known in changes.gone:
+        dead.setdefault(known.segment, set()).add(known.number)
+    names, number = list(manifest.segments), manifest.next_number
+    parts = changes.fresh + [Extracted(moved, TermMatrix.of(t for d in moved for t in d.passage_terms), [])]
+    if any(part.documents for part in parts) or not names:
+        segments.add(Segment.of(f"s{number:06d}", parts))
+        names.append(f"s{number:06d}")
+        number += 1
+    return Manifest(tuple(names), tuple((n, frozenset(dead.get(n, ()))) for n in names), number)
 
 
-def _examine(candidate: DocumentFile, known: Document | None) -> Skip | tuple[str, Document]:
-    """('unchanged' | 'touched' | 'updated' | 'added', the document), or a Skip."""
+def _live_passages(manifest: Manifest, held: dict[str, tuple[int, int]], changes: _Changes,
+                   segments: _Segments) -> dict[str, tuple[int, int]]:
+    """Per segment after the changes: its passages alive, and all it holds."""
+    counts = dict(held)
+    for known in changes.gone:
+        alive, total = counts[known.segment]
+        counts[known.segment] = (alive - known.passages, total)
+    for name in manifest.segments:
+        if name not in counts:  # written now
+            total = segments[name].matrix.passages
+            counts[name] = (total, total)
+    return counts
+
+
+def _merged_if_due(manifest: Manifest, passages: dict[str, tuple[int, int]], segments: _Segments) -> Manifest:
+    """Everything as one segment when a quarter of the stored passages are
+    dead; the segments but the largest as one when there are too many."""
+    names = manifest.segments
+    alive = sum(passages[n][0] for n in names)
+    total = sum(passages[n][1] for n in names)
+    if total and 1 - alive / total >= MOST_DEAD:
+        merging = names
+    elif len(names) > MAX_SEGMENTS:
+        largest = max(names, key=lambda n: passages[n][0])
+        merging = tuple(n for n in names if n != largest)
+    else:
+        return manifest
+    dead = manifest.dead_by_segment
+    merged = f"s{manifest.next_number:06d}"
+    segments.add(Segment.of(merged, [segments[n].live(dead[n]) for n in merging]))
+    at = names.index(merging[0])  # the merged segment takes the place of the first it holds
+    order = [n for n in names[:at] if n not in merging] + [merged] + [n for n in names[at:] if n not in merging]
+    return Manifest(tuple(order), tuple((n, dead.get(n, frozenset())) for n in order), manifest.next_number + 1)
+
+
+def _examine(candidate: DocumentFile, known: _Stored | None) -> Skip | ChangedFile | str:
+    """'unchanged' | 'touched' (same bytes, new mtime), the file's bytes to
+    extract, or a Skip."""
     if known and known.mtime == candidate.mtime and known.size == candidate.size:
-        return "unchanged", known
+        return "unchanged"
     try:
         data = candidate.read()
     except SkipFile as reason:  # a link out of the library, a FIFO, a file too large
@@ -323,14 +521,5 @@ def _examine(candidate: DocumentFile, known: Document | None) -> Skip | tuple[st
         return Skip(candidate.path, f"unreadable: {error.strerror or error}")
     sha = hashlib.sha256(data).hexdigest()
     if known and known.sha256 == sha:
-        return "touched", replace(known, mtime=candidate.mtime, size=candidate.size)
-    try:
-        extracted = extract(candidate.kind, data, candidate.path)
-    except SkipFile as reason:
-        return Skip(candidate.path, str(reason))
-    spans = tuple(passages(extracted.text))
-    title_terms = terms(extracted.title)
-    passage_terms = tuple(" ".join(title_terms + terms(extracted.text[s:e])) for s, e in spans)
-    document = Document(candidate.path, candidate.url, candidate.kind, candidate.mtime, candidate.size, sha,
-                        extracted.title, extracted.text, spans, passage_terms)
-    return ("updated" if known else "added"), document
+        return "touched"
+    return ChangedFile(candidate.path, candidate.url, candidate.kind, candidate.mtime, candidate.size, sha, data)

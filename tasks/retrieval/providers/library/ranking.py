@@ -41,9 +41,9 @@ import numpy as np
 
 from tasks.common.sentence_model import closeness, vectors_kept_in
 from tasks.common.text import is_cjk, terms
-from tasks.retrieval.bm25 import feedback_weights
+from tasks.retrieval.bm25 import K1, feedback_weights
 from tasks.retrieval.providers.library.embeddings import embed
-from tasks.retrieval.providers.library.index import K1, LibraryIndex
+from tasks.retrieval.providers.library.index import LibraryIndex
 
 SCORE_BASE = 5.0  # r = 1 (every term once, average length) -> 1 - 1/5 = 0.8
 

@@ -1,0 +1,127 @@
+"""Turning changed files into documents: extracted, cut into passages,
+tokenized and embedded, in batches. A walk that finds many changed files (a
+first index of a large folder) hands the batches to worker processes, one
+per core, while it goes on reading; a few changed files are done in this
+process, where starting workers (about a second each) would cost more.
+
+Workers are spawned, not forked: a library is indexed inside servers whose
+other threads may hold a lock (the embedding model's, a tokenizer's) that a
+forked child would inherit held.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections import deque
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass, replace
+
+from tasks.common.text import terms
+from tasks.retrieval.providers.library.documents import Document, Skip, passages
+from tasks.retrieval.providers.library.embeddings import embed
+from tasks.retrieval.providers.library.extraction import SkipFile, extract
+from tasks.retrieval.providers.library.term_matrix import TermMatrix
+
+BATCH = 64  # files extracted together
+POOL_AFTER = 4 * BATCH  # changed files a walk finds before the rest goes to worker processes
+WORKERS = min(4, len(os.sched_getaffinity(0)))
+
+
+@dataclass(frozen=True)
+class ChangedFile:
+    """A file whose bytes changed, as read."""
+
+    path: str
+    url: str
+    kind: str
+    mtime: float
+    size: int
+    sha256: str
+    data: bytes
+
+
+@dataclass(frozen=True)
+class Extracted:
+    """A batch's documents (each with its passages' vectors), their passages'
+    term counts in the same order, and the files that had no text to index."""
+
+    documents: list[Document]
+    matrix: TermMatrix
+    skipped: list[Skip]
+
+
+def extracted(batch: list[ChangedFile]) -> Extracted:
+    documents, skipped = [], []
+    for changed in batch:
+        try:
+            documents.append(_document(changed))
+        except SkipFile as reason:
+            skipped.append(Skip(changed.path, str(reason)))
+    documents = with_vectors(documents)
+    return Extracted(documents, TermMatrix.of(t for d in documents for t in d.passage_terms), skipped)
+
+
+def _document(changed: ChangedFile) -> Document:
+    page = extract(changed.kind, changed.data, changed.path)
+    spans = tuple(passages(page.text))
+    title_terms = terms(page.title)
+    passage_terms = tuple(" ".join(title_terms + terms(page.text[s:e])) for s, e in spans)
+    return Document(changed.path, changed.url, changed.kind, changed.mtime, changed.size, changed.sha256,
+                    page.title, page.text, spans, passage_terms)
+
+
+def with_vectors(documents: list[Document]) -> list[Document]:
+    """The documents with their passages' embeddings, computed in one call."""
+    missing = [d for d in documents if not d.vectors and d.spans]
+    texts = [f"{d.title}\n{d.text[s:e]}" for d in missing for s, e in d.spans]
+    vectors, at, filled = embed(texts), 0, {}
+    for doc in missing:
+        filled[doc.path] = replace(doc, vectors=vectors[at:at + len(doc.spans)].tobytes())
+        at += len(doc.spans)
+    return [filled.get(d.path, d) for d in documents]
+
+
+class Extractor:
+    """Takes changed files one by one; `finish()` gives every batch's
+    Extracted, in the order the files came."""
+
+    def __init__(self) -> None:
+        self.waiting: list[ChangedFile] = []
+        self.taken = 0
+        self.done: list[Extracted] = []
+        self.in_flight: deque[Future] = deque()
+        self.pool: ProcessPoolExecutor | None = None
+
+    def add(self, changed: ChangedFile) -> None:
+        self.waiting.append(changed)
+        self.taken += 1
+        if self.taken > POOL_AFTER and WORKERS > 1 and len(self.waiting) >= BATCH:
+            self._hand_over()
+
+    def finish(self) -> list[Extracted]:
+        try:
+            if self.pool is not None:
+                self._hand_over()
+            while self.waiting:
+                batch, self.waiting = self.waiting[:BATCH], self.waiting[BATCH:]
+                self.done.append(extracted(batch))
+            while self.in_flight:
+                self.done.append(self.in_flight.popleft().result())
+            return self.done
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.pool = None
+
+    def _hand_over(self) -> None:
+        if self.pool is None:
+            self.pool = ProcessPoolExecutor(WORKERS, mp_context=multiprocessing.get_context("spawn"))
+        while self.waiting:
+            batch, self.waiting = self.waiting[:BATCH], self.waiting[BATCH:]
+            self.in_flight.append(self.pool.submit(extracted, batch))
+        while len(self.in_flight) > 2 * WORKERS:  # what is read waits in memory: keep it bounded
+            self.done.append(self.in_flight.popleft().result())
