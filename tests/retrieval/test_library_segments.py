@@ -233,3 +233,20 @@ def test_many_changed_files_are_extracted_by_worker_processes_as_by_this_one(lib
     assert pooled.documents == alone.documents
     for query in QUERIES:
         assert scores_by_path(pooled, query) == scores_by_path(alone, query)
+
+
+def test_a_file_without_text_is_not_read_again_while_unchanged_and_is_still_reported(lib, notes, monkeypatch):
+    empty = notes / "empty.md"
+    empty.write_text("   \n", encoding="utf-8")
+    first = index_library(lib)
+    extracted = []
+    real = extracting.extract
+    monkeypatch.setattr(extracting, "extract", lambda kind, data, name: extracted.append(name) or real(kind, data, name))
+    again = index_library(lib)
+    assert extracted == []
+    assert [s.path for s in again.skipped] == [s.path for s in first.skipped] == ["empty.md"]
+    empty.write_text("# Now a note\n\nAbout a derailleur hanger.\n", encoding="utf-8")
+    os.utime(empty, ns=(empty.stat().st_atime_ns, empty.stat().st_mtime_ns + 10**9))
+    report = index_library(lib)
+    assert extracted == ["empty.md"] and report.added == 1 and report.skipped == []
+    assert best(open_index(lib, corpus_for(lib)), "derailleur hanger") == "empty.md"

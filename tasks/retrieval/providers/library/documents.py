@@ -62,14 +62,19 @@ class Skip:
 @dataclass(frozen=True)
 class DocumentFile:
     """A file (or topic) that may be indexed; `read` fetches its bytes, or
-    raises SkipFile (what it opened may not be read) or OSError."""
+    raises SkipFile (what it opened may not be read) or OSError. Its URL is
+    worked out only for a file that is read: a re-index stats every file."""
 
     path: str
-    url: str
     kind: str
     mtime: float
     size: int
     read: Callable[[], bytes]
+    locate: Callable[[], str]
+
+    @property
+    def url(self) -> str:
+        return self.locate()
 
 
 @dataclass(frozen=True)
@@ -111,35 +116,38 @@ def corpus_for(settings: Settings) -> Corpus:
 
 
 def walk_folder(root: Path) -> Iterator[DocumentFile | Skip]:
+    """Every file of a document type below `root`, in the order of their
+    paths. Paths are handled as strings: a re-index walks every file."""
     failed_dirs: list[Skip] = []
+    base = str(root)
 
     def on_error(error: OSError) -> None:
         where = Path(error.filename).relative_to(root).as_posix() if error.filename else "."
         failed_dirs.append(Skip(printable_path(where), f"unreadable folder: {error.strerror or error}"))
 
-    for dirpath, dirnames, filenames in os.walk(root, onerror=on_error):
+    for dirpath, dirnames, filenames in os.walk(base, onerror=on_error):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in SKIPPED_DIRS)
+        folder = "" if dirpath == base else os.path.relpath(dirpath, base)  # once per folder
         for name in sorted(filenames):
-            kind = SUFFIX_KINDS.get(Path(name).suffix.lower())
+            kind = SUFFIX_KINDS.get(os.path.splitext(name)[1].lower())
             if name.startswith(".") or kind is None:
                 continue
-            yield _candidate(root, Path(dirpath) / name, kind)
+            yield _candidate(root, os.path.join(dirpath, name), f"{folder}/{name}" if folder else name, kind)
     yield from failed_dirs
 
 
-def _candidate(root: Path, path: Path, kind: str) -> DocumentFile | Skip:
-    relative = path.relative_to(root).as_posix()
+def _candidate(root: Path, path: str, relative: str, kind: str) -> DocumentFile | Skip:
     if not is_utf8_name(relative):  # the name cannot become a URL, a path column or a log line
         return Skip(printable_path(relative), "file name is not valid UTF-8")
     try:
-        info = path.stat()  # mtime and size tell the index whether to read it again
+        info = os.stat(path)  # mtime and size tell the index whether to read it again
     except OSError as error:  # a dangling link, a link loop, a file gone since the walk
         return Skip(relative, f"unreadable: {error.strerror or error}")
     # What is read, and whether it may be, is decided when the file is opened
     # (a link leading out of the library, a FIFO, a file too large: SkipFile),
     # so a file swapped for one of those after this stat is never read.
-    return DocumentFile(relative, path.as_uri(), kind, info.st_mtime, info.st_size,
-                        lambda: _read_inside(root, relative))
+    return DocumentFile(relative, kind, info.st_mtime, info.st_size, lambda: _read_inside(root, relative),
+                        lambda: Path(path).as_uri())
 
 
 def _read_inside(root: Path, relative: str) -> bytes:
@@ -195,8 +203,8 @@ def pydoc_corpus() -> Corpus:
         mtime = topics_file.stat().st_mtime
         for topic in sorted(module.topics):
             data = module.topics[topic].encode("utf-8")
-            yield DocumentFile(topic, pydoc_url(topic, topics_file), "pydoc", mtime, len(data),
-                            lambda data=data: data)
+            yield DocumentFile(topic, "pydoc", mtime, len(data), lambda data=data: data,
+                               lambda topic=topic: pydoc_url(topic, topics_file))
 
     return Corpus(key=f"pydoc:{version}", root=str(topics_file), walk=walk)
 

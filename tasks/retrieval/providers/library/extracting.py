@@ -15,6 +15,7 @@ import multiprocessing
 import os
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 
 from tasks.common.text import terms
@@ -42,13 +43,28 @@ class ChangedFile:
 
 
 @dataclass(frozen=True)
+class NoText:
+    """A file whose bytes hold no text to index (empty, binary, undecodable):
+    so it stays while its mtime and size do."""
+
+    path: str
+    mtime: float
+    size: int
+    reason: str
+
+    @property
+    def skip(self) -> Skip:
+        return Skip(self.path, self.reason)
+
+
+@dataclass(frozen=True)
 class Extracted:
     """A batch's documents (each with its passages' vectors), their passages'
     term counts in the same order, and the files that had no text to index."""
 
     documents: list[Document]
     matrix: TermMatrix
-    skipped: list[Skip]
+    skipped: list[NoText]
 
 
 def extracted(batch: list[ChangedFile]) -> Extracted:
@@ -57,7 +73,7 @@ def extracted(batch: list[ChangedFile]) -> Extracted:
         try:
             documents.append(_document(changed))
         except SkipFile as reason:
-            skipped.append(Skip(changed.path, str(reason)))
+            skipped.append(NoText(changed.path, changed.mtime, changed.size, str(reason)))
     documents = with_vectors(documents)
     return Extracted(documents, TermMatrix.of(t for d in documents for t in d.passage_terms), skipped)
 
@@ -84,30 +100,32 @@ def with_vectors(documents: list[Document]) -> list[Document]:
 
 class Extractor:
     """Takes changed files one by one; `finish()` gives every batch's
-    Extracted, in the order the files came."""
+    Extracted, in the order the files came. Batches whose worker pool broke
+    (a worker killed, or workers that cannot start) are done in this process."""
 
     def __init__(self) -> None:
         self.waiting: list[ChangedFile] = []
         self.taken = 0
         self.done: list[Extracted] = []
-        self.in_flight: deque[Future] = deque()
+        self.in_flight: deque[tuple[list[ChangedFile], Future]] = deque()
         self.pool: ProcessPoolExecutor | None = None
+        self.pool_broke = False
 
     def add(self, changed: ChangedFile) -> None:
         self.waiting.append(changed)
         self.taken += 1
-        if self.taken > POOL_AFTER and WORKERS > 1 and len(self.waiting) >= BATCH:
+        if self.taken > POOL_AFTER and WORKERS > 1 and not self.pool_broke and len(self.waiting) >= BATCH:
             self._hand_over()
 
     def finish(self) -> list[Extracted]:
         try:
             if self.pool is not None:
                 self._hand_over()
+            while self.in_flight:
+                self._take_oldest()
             while self.waiting:
                 batch, self.waiting = self.waiting[:BATCH], self.waiting[BATCH:]
                 self.done.append(extracted(batch))
-            while self.in_flight:
-                self.done.append(self.in_flight.popleft().result())
             return self.done
         finally:
             self.close()
@@ -118,10 +136,19 @@ class Extractor:
             self.pool = None
 
     def _hand_over(self) -> None:
-        if self.pool is None:
+        if self.pool is None and not self.pool_broke:
             self.pool = ProcessPoolExecutor(WORKERS, mp_context=multiprocessing.get_context("spawn"))
-        while self.waiting:
+        while self.waiting and self.pool is not None:
             batch, self.waiting = self.waiting[:BATCH], self.waiting[BATCH:]
-            self.in_flight.append(self.pool.submit(extracted, batch))
+            self.in_flight.append((batch, self.pool.submit(extracted, batch)))
         while len(self.in_flight) > 2 * WORKERS:  # what is read waits in memory: keep it bounded
-            self.done.append(self.in_flight.popleft().result())
+            self._take_oldest()
+
+    def _take_oldest(self) -> None:
+        batch, future = self.in_flight.popleft()
+        try:
+            self.done.append(future.result())
+        except BrokenProcessPool:
+            self.pool_broke = True
+            self.close()
+            self.done.append(extracted(batch))

@@ -45,12 +45,13 @@ from filelock import FileLock
 from tasks.common.settings import Settings
 from tasks.retrieval.providers.library.documents import Corpus, Document, DocumentFile, Skip, corpus_for
 from tasks.retrieval.providers.library.embeddings import DIM
-from tasks.retrieval.providers.library.extracting import ChangedFile, Extracted, Extractor
+from tasks.retrieval.providers.library.extracting import ChangedFile, Extracted, Extractor, NoText
 from tasks.retrieval.providers.library.extraction import SkipFile
 from tasks.retrieval.providers.library.term_matrix import SegmentedBM25, TermMatrix
 
 STORE_FORMAT = 7  # bump when the stored text or terms change meaning (extraction, tokenizer, stemmer) or the layout
 MANIFEST = "index.json"
+NO_TEXT = "no-text.parquet"  # the files found to hold no text, with their mtime and size: not read again
 MAX_SEGMENTS = 8
 MOST_DEAD = 0.25  # share of the stored passages dead at which everything is rewritten as one segment
 _SEGMENT_NAME = re.compile(r"s\d{6}")
@@ -237,6 +238,23 @@ def _write_manifest(folder: Path, corpus: Corpus, manifest: Manifest) -> None:
     os.replace(temporary, folder / MANIFEST)
 
 
+def _read_no_text(folder: Path) -> dict[str, NoText]:
+    try:
+        rows = pq.read_table(folder / NO_TEXT).to_pylist()
+        return {r["path"]: NoText(r["path"], r["mtime"], r["size"], r["reason"]) for r in rows}
+    except (OSError, pa.ArrowException, KeyError, TypeError):
+        return {}
+
+
+def _write_no_text(folder: Path, found: list[NoText]) -> None:
+    table = pa.table({"path": [n.path for n in found], "mtime": [float(n.mtime) for n in found],
+                      "size": [n.size for n in found], "reason": [n.reason for n in found]},
+                     schema=pa.schema([("path", pa.string()), ("mtime", pa.float64()), ("size", pa.int64()),
+                                       ("reason", pa.string())]))
+    pq.write_table(table, folder / f"{NO_TEXT}.tmp")
+    os.replace(folder / f"{NO_TEXT}.tmp", folder / NO_TEXT)
+
+
 def _read_segment(folder: Path, name: str) -> Segment:
     rows = pq.read_table(folder / name / "documents.parquet", schema=_SCHEMA).to_pylist()
     documents = tuple(Document(r["path"], r["url"], r["kind"], r["mtime"], r["size"], r["sha256"], r["title"],
@@ -307,6 +325,7 @@ class _Changes:
     fresh: list[Extracted] = field(default_factory=list)  # added or updated: extracted anew
     touched: dict[str, tuple[float, int]] = field(default_factory=dict)  # path -> new (mtime, size)
     gone: list[_Stored] = field(default_factory=list)  # stored documents replaced, moved or removed
+    no_text: list[NoText] = field(default_factory=list)
 
     @property
     def any(self) -> bool:
@@ -347,7 +366,10 @@ def index_library(settings: Settings, corpus: Corpus | None = None) -> IndexRepo
         stored = _stored(folder, manifest)
         if stored is None:  # a segment named by the manifest is missing or unreadable: start again
             manifest, stored = Manifest(), ({}, {})
-        changes = _update(corpus, stored[0])
+        known_no_text = _read_no_text(folder) if manifest.segments else {}
+        changes = _update(corpus, stored[0], known_no_text)
+        if {n.path: n for n in changes.no_text} != known_no_text:
+            _write_no_text(folder, changes.no_text)
         if changes.any or not manifest.segments:
             segments = _Segments(folder)
             manifest = _with_changes(manifest, stored[0], changes, segments)
@@ -416,13 +438,18 @@ def _stored(folder: Path, manifest: Manifest) -> tuple[dict[str, _Stored], dict[
     return found, held
 
 
-def _update(corpus: Corpus, stored: dict[str, _Stored]) -> _Changes:
+def _update(corpus: Corpus, stored: dict[str, _Stored], known_no_text: dict[str, NoText]) -> _Changes:
     changes = _Changes(IndexReport(corpus=corpus.key, root=corpus.root))
     report, seen, extractor = changes.report, set(), Extractor()
     try:
         for found in corpus.walk():
             if isinstance(found, Skip):
                 report.skipped.append(found)
+                continue
+            empty = known_no_text.get(found.path)
+            if empty is not None and (empty.mtime, empty.size) == (found.mtime, found.size):
+                changes.no_text.append(empty)
+                report.skipped.append(empty.skip)
                 continue
             known = stored.get(found.path)
             outcome = _examine(found, known)
@@ -440,7 +467,8 @@ def _update(corpus: Corpus, stored: dict[str, _Stored]) -> _Changes:
     finally:
         extractor.close()
     for part in changes.fresh:
-        report.skipped += part.skipped
+        changes.no_text += part.skipped
+        report.skipped += [empty.skip for empty in part.skipped]
         for document in part.documents:
             seen.add(document.path)
             known = stored.get(document.path)
