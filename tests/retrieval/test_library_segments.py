@@ -4,6 +4,7 @@ and ranks exactly as one index built over everything at once."""
 from __future__ import annotations
 
 import json
+import multiprocessing.spawn
 import os
 import random
 from pathlib import Path
@@ -250,3 +251,14 @@ def test_a_file_without_text_is_not_read_again_while_unchanged_and_is_still_repo
     report = index_library(lib)
     assert extracted == ["empty.md"] and report.added == 1 and report.skipped == []
     assert best(open_index(lib, corpus_for(lib)), "derailleur hanger") == "empty.md"
+
+
+@pytest.mark.filterwarnings("ignore:resource_tracker:UserWarning")  # the stdlib's, as it starts its tracker again
+def test_workers_that_cannot_start_leave_the_extraction_to_this_process(lib, notes, monkeypatch):
+    monkeypatch.setattr(multiprocessing.spawn, "_python_exe", b"/bin/false")  # every worker dies as it starts
+    monkeypatch.setattr(extracting, "BATCH", 4)
+    monkeypatch.setattr(extracting, "POOL_AFTER", 8)
+    monkeypatch.setattr(extracting, "WORKERS", 2)
+    report = index_library(lib)
+    assert report.added == 30 and report.skipped == []
+    assert best(open_index(lib, corpus_for(lib)), "tomato blight copper fungicide").startswith("note-")

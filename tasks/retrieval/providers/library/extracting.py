@@ -136,11 +136,14 @@ class Extractor:
             self.pool = None
 
     def _hand_over(self) -> None:
-        if self.pool is None and not self.pool_broke:
-            self.pool = ProcessPoolExecutor(WORKERS, mp_context=multiprocessing.get_context("spawn"))
-        while self.waiting and self.pool is not None:
-            batch, self.waiting = self.waiting[:BATCH], self.waiting[BATCH:]
-            self.in_flight.append((batch, self.pool.submit(extracted, batch)))
+        try:
+            if self.pool is None and not self.pool_broke:
+                self.pool = ProcessPoolExecutor(WORKERS, mp_context=multiprocessing.get_context("spawn"))
+            while self.waiting and self.pool is not None:
+                self.in_flight.append((self.waiting[:BATCH], self.pool.submit(extracted, self.waiting[:BATCH])))
+                self.waiting = self.waiting[BATCH:]
+        except (BrokenProcessPool, OSError):  # workers that cannot start: what waits is done here
+            self._given_up()
         while len(self.in_flight) > 2 * WORKERS:  # what is read waits in memory: keep it bounded
             self._take_oldest()
 
@@ -149,6 +152,11 @@ class Extractor:
         try:
             self.done.append(future.result())
         except BrokenProcessPool:
-            self.pool_broke = True
-            self.close()
+            self._given_up()
             self.done.append(extracted(batch))
+
+    def _given_up(self) -> None:
+        self.pool_broke = True
+        if self.pool is not None:
+            self.pool.shutdown(wait=False, cancel_futures=True)
+            self.pool = None

@@ -375,12 +375,12 @@ def index_library(settings: Settings, corpus: Corpus | None = None) -> IndexRepo
             manifest = _with_changes(manifest, stored[0], changes, segments)
             manifest = _merged_if_due(manifest, _live_passages(manifest, stored[1], changes, segments), segments)
             _write_manifest(folder, corpus, manifest)
-            _remove_unlisted(folder, manifest)
             whole = segments.all_in_memory(manifest.segments)
             if whole is None:  # this process has not loaded the index: open_index reads it when asked
                 _LOADED.pop(str(folder), None)
             else:
                 _LOADED[str(folder)] = (_stamp(folder), LibraryIndex(corpus.key, whole, manifest.dead_by_segment))
+        _remove_unlisted(folder, manifest)  # also what a crash after the last manifest left
         changes.report.rebuilt = changes.report.changed
         changes.report.segments = len(manifest.segments)
     changes.report.seconds = round(time.perf_counter() - started, 3)
