@@ -262,3 +262,31 @@ def test_workers_that_cannot_start_leave_the_extraction_to_this_process(lib, not
     report = index_library(lib)
     assert report.added == 30 and report.skipped == []
     assert best(open_index(lib, corpus_for(lib)), "tomato blight copper fungicide").startswith("note-")
+
+
+def test_a_server_holding_the_index_reads_only_the_segment_another_process_wrote(lib, notes, monkeypatch):
+    held = open_index(lib, corpus_for(lib))
+    write_note(notes, 9, extra="a chain checker gauge")
+    manifest_before = manifest(lib)
+    _LOADED.clear()  # as another process: it re-indexes without the server's index in memory
+    index_library(lib)
+    _LOADED[str(folder_of(lib))] = ((0, 0, 0), held)  # the server's index, older than the store
+    read = []
+    real = library_index._read_segment
+    monkeypatch.setattr(library_index, "_read_segment", lambda folder, name: read.append(name) or real(folder, name))
+    again = open_index(lib, corpus_for(lib))
+    assert read == [n for n in manifest(lib)["segments"] if n not in manifest_before["segments"]] and len(read) == 1
+    assert best(again, "chain checker gauge") == "note-009.md" and len(again.documents) == 30
+
+
+def test_a_store_started_afresh_is_read_whole_even_where_segment_names_repeat(lib, notes, monkeypatch):
+    held = open_index(lib, corpus_for(lib))
+    body = manifest(lib)
+    body["format"] = -1  # another format: everything is indexed again, from segment s000001
+    (folder_of(lib) / MANIFEST).write_text(json.dumps(body), encoding="utf-8")
+    write_note(notes, 12, extra="a spoke tension meter")
+    _LOADED.clear()
+    index_library(lib)
+    assert manifest(lib)["segments"] == ["s000001"] and manifest(lib)["store"] != body["store"]
+    _LOADED[str(folder_of(lib))] = ((0, 0, 0), held)  # a server still holding the first store's s000001
+    assert best(open_index(lib, corpus_for(lib)), "spoke tension meter") == "note-012.md"

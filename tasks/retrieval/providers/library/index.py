@@ -32,6 +32,7 @@ import re
 import shutil
 import threading
 import time
+import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -55,6 +56,7 @@ NO_TEXT = "no-text.parquet"  # the files found to hold no text, with their mtime
 MAX_SEGMENTS = 8
 MOST_DEAD = 0.25  # share of the stored passages dead at which everything is rewritten as one segment
 _SEGMENT_NAME = re.compile(r"s\d{6}")
+_STORE_ID = re.compile(r"[0-9a-f]{32}")
 
 
 @dataclass
@@ -99,9 +101,9 @@ class Segment:
 class LibraryIndex:
     """BM25 over every live passage of one corpus; a document scores as its best passage."""
 
-    def __init__(self, corpus_key: str, segments: list[Segment], dead: dict[str, frozenset[int]]):
-        self.corpus_key = corpus_key
-        self.segments, self.dead = segments, dead
+    def __init__(self, corpus_key: str, segments: list[Segment], manifest: Manifest):
+        self.corpus_key, self.store = corpus_key, manifest.store
+        self.segments, dead = segments, manifest.dead_by_segment
         stored = [d for s in segments for i, d in enumerate(s.documents) if i not in dead.get(s.name, ())]
         # in the order of their paths, whatever segment holds them: an index grown by re-indexes
         # ranks (ties included) as one built at once
@@ -207,6 +209,9 @@ class Manifest:
     segments: tuple[str, ...] = ()
     dead: tuple[tuple[str, frozenset[int]], ...] = ()
     next_number: int = 1
+    # new with every store started afresh: a segment's name is unique within one store, and a process
+    # keeps the segments it has read for as long as the store is the same
+    store: str = field(default_factory=lambda: uuid.uuid4().hex)
 
     @property
     def dead_by_segment(self) -> dict[str, frozenset[int]]:
@@ -224,7 +229,9 @@ def _read_manifest(folder: Path) -> Manifest:
         if not all(isinstance(n, str) and _SEGMENT_NAME.fullmatch(n) for n in names) or len(set(names)) < len(names):
             return Manifest()
         dead = tuple((n, frozenset(int(i) for i in stored["dead"].get(n, []))) for n in names)
-        return Manifest(names, dead, max(int(stored["next"]), *(int(n[1:]) + 1 for n in names), 1))
+        if not _STORE_ID.fullmatch(stored["store"]):
+            return Manifest()
+        return Manifest(names, dead, max(int(stored["next"]), *(int(n[1:]) + 1 for n in names), 1), stored["store"])
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return Manifest()
 
@@ -232,7 +239,7 @@ def _read_manifest(folder: Path) -> Manifest:
 def _write_manifest(folder: Path, corpus: Corpus, manifest: Manifest) -> None:
     body = {"format": STORE_FORMAT, "key": corpus.key, "root": corpus.root, "segments": list(manifest.segments),
             "dead": {name: sorted(numbers) for name, numbers in manifest.dead if numbers},
-            "next": manifest.next_number}
+            "next": manifest.next_number, "store": manifest.store}
     temporary = folder / f"{MANIFEST}.tmp"
     temporary.write_text(json.dumps(body), encoding="utf-8")
     os.replace(temporary, folder / MANIFEST)
@@ -336,11 +343,9 @@ class _Segments:
     """The store's segments, each read from disk at most once, those of this
     process's loaded index taken from memory."""
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, manifest: Manifest):
         self.folder = folder
-        loaded = _LOADED.get(str(folder))
-        current = loaded is not None and loaded[0] == _stamp(folder)
-        self.known: dict[str, Segment] = {s.name: s for s in loaded[1].segments} if current else {}
+        self.known: dict[str, Segment] = _segments_in_memory(folder, manifest)
 
     def __getitem__(self, name: str) -> Segment:
         if name not in self.known:
@@ -371,7 +376,7 @@ def index_library(settings: Settings, corpus: Corpus | None = None) -> IndexRepo
         if {n.path: n for n in changes.no_text} != known_no_text:
             _write_no_text(folder, changes.no_text)
         if changes.any or not manifest.segments:
-            segments = _Segments(folder)
+            segments = _Segments(folder, manifest)
             manifest = _with_changes(manifest, stored[0], changes, segments)
             manifest = _merged_if_due(manifest, _live_passages(manifest, stored[1], changes, segments), segments)
             _write_manifest(folder, corpus, manifest)
@@ -379,7 +384,7 @@ def index_library(settings: Settings, corpus: Corpus | None = None) -> IndexRepo
             if whole is None:  # this process has not loaded the index: open_index reads it when asked
                 _LOADED.pop(str(folder), None)
             else:
-                _LOADED[str(folder)] = (_stamp(folder), LibraryIndex(corpus.key, whole, manifest.dead_by_segment))
+                _LOADED[str(folder)] = (_stamp(folder), LibraryIndex(corpus.key, whole, manifest))
         _remove_unlisted(folder, manifest)  # also what a crash after the last manifest left
         changes.report.rebuilt = changes.report.changed
         changes.report.segments = len(manifest.segments)
@@ -389,7 +394,8 @@ def index_library(settings: Settings, corpus: Corpus | None = None) -> IndexRepo
 
 def open_index(settings: Settings, corpus: Corpus) -> LibraryIndex:
     """The corpus's index, loaded once per process and again when its store
-    changed; a corpus never indexed is indexed first."""
+    changed (reading only the segments it does not hold yet); a corpus never
+    indexed is indexed first."""
     folder = store_dir(settings, corpus)
     with _GUARD:
         loaded = _LOADED.get(str(folder))
@@ -397,15 +403,24 @@ def open_index(settings: Settings, corpus: Corpus) -> LibraryIndex:
             return loaded[1]
         with FileLock(str(folder / "index.lock"), timeout=settings.lock_timeout or -1):
             stamp, manifest = _stamp(folder), _read_manifest(folder)
+            held = _segments_in_memory(folder, manifest)
             try:
-                segments = [_read_segment(folder, name) for name in manifest.segments]
+                segments = [held.get(name) or _read_segment(folder, name) for name in manifest.segments]
             except (OSError, pa.ArrowException, ValueError):
                 segments = []
         if not segments:  # never indexed, of another format, or unreadable: indexed now
             index_library(settings, corpus)
             return open_index(settings, corpus)
-        _LOADED[str(folder)] = (stamp, LibraryIndex(corpus.key, segments, manifest.dead_by_segment))
+        _LOADED[str(folder)] = (stamp, LibraryIndex(corpus.key, segments, manifest))
         return _LOADED[str(folder)][1]
+
+
+def _segments_in_memory(folder: Path, manifest: Manifest) -> dict[str, Segment]:
+    """The segments of this process's index of the folder, when it is of the same store."""
+    loaded = _LOADED.get(str(folder))
+    if loaded is None or loaded[1].store != manifest.store:
+        return {}
+    return {segment.name: segment for segment in loaded[1].segments}
 
 
 def _stamp(folder: Path) -> tuple | None:
@@ -498,7 +513,8 @@ def _with_changes(manifest: Manifest, stored: dict[str, _Stored], changes: _Chan
         segments.add(Segment.of(f"s{number:06d}", parts))
         names.append(f"s{number:06d}")
         number += 1
-    return Manifest(tuple(names), tuple((n, frozenset(dead.get(n, ()))) for n in names), number)
+    return replace(manifest, segments=tuple(names), dead=tuple((n, frozenset(dead.get(n, ()))) for n in names),
+                   next_number=number)
 
 
 def _live_passages(manifest: Manifest, held: dict[str, tuple[int, int]], changes: _Changes,
@@ -533,7 +549,8 @@ def _merged_if_due(manifest: Manifest, passages: dict[str, tuple[int, int]], seg
     segments.add(Segment.of(merged, [segments[n].live(dead[n]) for n in merging]))
     at = names.index(merging[0])  # the merged segment takes the place of the first it holds
     order = [n for n in names[:at] if n not in merging] + [merged] + [n for n in names[at:] if n not in merging]
-    return Manifest(tuple(order), tuple((n, dead.get(n, frozenset())) for n in order), manifest.next_number + 1)
+    return replace(manifest, segments=tuple(order), dead=tuple((n, dead.get(n, frozenset())) for n in order),
+                   next_number=manifest.next_number + 1)
 
 
 def _examine(candidate: DocumentFile, known: _Stored | None) -> Skip | ChangedFile | str:
