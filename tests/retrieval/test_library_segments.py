@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
+from schemas.errors import InternalError
 from tasks.common.settings import Settings
 from tasks.retrieval.providers.library import extracting
 from tasks.retrieval.providers.library import index as library_index
@@ -290,3 +291,28 @@ def test_a_store_started_afresh_is_read_whole_even_where_segment_names_repeat(li
     assert manifest(lib)["segments"] == ["s000001"] and manifest(lib)["store"] != body["store"]
     _LOADED[str(folder_of(lib))] = ((0, 0, 0), held)  # a server still holding the first store's s000001
     assert best(open_index(lib, corpus_for(lib)), "spoke tension meter") == "note-012.md"
+
+
+def test_a_store_that_cannot_be_read_even_when_indexed_again_is_one_error(lib, monkeypatch):
+    index_library(lib)
+    _LOADED.clear()
+
+    def unreadable(*_):
+        raise OSError("Input/output error")
+    monkeypatch.setattr(library_index, "_read_segment", unreadable)
+    with pytest.raises(InternalError, match="cannot be read, even after indexing it again"):
+        open_index(lib, corpus_for(lib))
+
+
+def test_on_one_core_many_changed_files_are_extracted_here_a_batch_at_a_time(lib, monkeypatch):
+    monkeypatch.setattr(extracting, "BATCH", 4)
+    monkeypatch.setattr(extracting, "POOL_AFTER", 8)
+    monkeypatch.setattr(extracting, "WORKERS", 1)
+    waiting_at_each_batch = []
+    real = extracting.Extractor._extract_waiting_here
+    monkeypatch.setattr(extracting.Extractor, "_extract_waiting_here",
+                        lambda self: waiting_at_each_batch.append(len(self.waiting)) or real(self))
+    report = index_library(lib)
+    assert report.added == 30
+    assert max(waiting_at_each_batch) <= 9  # what was read waits for one batch at most, past the first 8
+    assert best(open_index(lib, corpus_for(lib)), "tomato blight copper fungicide").startswith("note-")

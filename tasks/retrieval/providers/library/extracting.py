@@ -114,21 +114,27 @@ class Extractor:
     def add(self, changed: ChangedFile) -> None:
         self.waiting.append(changed)
         self.taken += 1
-        if self.taken > POOL_AFTER and WORKERS > 1 and not self.pool_broke and len(self.waiting) >= BATCH:
-            self._hand_over()
+        if self.taken > POOL_AFTER and len(self.waiting) >= BATCH:
+            if WORKERS > 1 and not self.pool_broke:
+                self._hand_over()
+            if self.pool is None:  # one core, or workers that broke: here, a batch at a time
+                self._extract_waiting_here()
 
     def finish(self) -> list[Extracted]:
         try:
             if self.pool is not None:
                 self._hand_over()
-            while self.in_flight:
-                self._take_oldest()
-            while self.waiting:
-                batch, self.waiting = self.waiting[:BATCH], self.waiting[BATCH:]
-                self.done.append(extracted(batch))
+            self._extract_waiting_here()
             return self.done
         finally:
             self.close()
+
+    def _extract_waiting_here(self) -> None:
+        while self.in_flight:
+            self._take_oldest()
+        while self.waiting:
+            batch, self.waiting = self.waiting[:BATCH], self.waiting[BATCH:]
+            self.done.append(extracted(batch))
 
     def close(self) -> None:
         if self.pool is not None:

@@ -43,6 +43,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from filelock import FileLock
 
+from schemas.errors import InternalError
 from tasks.common.settings import Settings
 from tasks.retrieval.providers.library.documents import Corpus, Document, DocumentFile, Skip, corpus_for
 from tasks.retrieval.providers.library.embeddings import DIM
@@ -395,24 +396,31 @@ def index_library(settings: Settings, corpus: Corpus | None = None) -> IndexRepo
 def open_index(settings: Settings, corpus: Corpus) -> LibraryIndex:
     """The corpus's index, loaded once per process and again when its store
     changed (reading only the segments it does not hold yet); a corpus never
-    indexed is indexed first."""
+    indexed is indexed first, and so is a store that cannot be read."""
     folder = store_dir(settings, corpus)
     with _GUARD:
-        loaded = _LOADED.get(str(folder))
-        if loaded is not None and loaded[0] == _stamp(folder):
-            return loaded[1]
-        with FileLock(str(folder / "index.lock"), timeout=settings.lock_timeout or -1):
-            stamp, manifest = _stamp(folder), _read_manifest(folder)
-            held = _segments_in_memory(folder, manifest)
-            try:
-                segments = [held.get(name) or _read_segment(folder, name) for name in manifest.segments]
-            except (OSError, pa.ArrowException, ValueError):
-                segments = []
-        if not segments:  # never indexed, of another format, or unreadable: indexed now
-            index_library(settings, corpus)
-            return open_index(settings, corpus)
-        _LOADED[str(folder)] = (stamp, LibraryIndex(corpus.key, segments, manifest))
-        return _LOADED[str(folder)][1]
+        for attempt in range(2):
+            loaded = _LOADED.get(str(folder))
+            if loaded is not None and loaded[0] == _stamp(folder):
+                return loaded[1]
+            stamp, manifest, segments = _read_store(settings, folder)
+            if segments:
+                _LOADED[str(folder)] = (stamp, LibraryIndex(corpus.key, segments, manifest))
+                return _LOADED[str(folder)][1]
+            if attempt == 0:  # never indexed, of another format, or unreadable: indexed now
+                index_library(settings, corpus)
+    raise InternalError(f"the library's index in {folder} cannot be read, even after indexing it again")
+
+
+def _read_store(settings: Settings, folder: Path) -> tuple[tuple | None, Manifest, list[Segment]]:
+    """The manifest's stamp, the manifest and its segments (none when one cannot be read)."""
+    with FileLock(str(folder / "index.lock"), timeout=settings.lock_timeout or -1):
+        stamp, manifest = _stamp(folder), _read_manifest(folder)
+        held = _segments_in_memory(folder, manifest)
+        try:
+            return stamp, manifest, [held.get(name) or _read_segment(folder, name) for name in manifest.segments]
+        except (OSError, pa.ArrowException, ValueError):
+            return stamp, manifest, []
 
 
 def _segments_in_memory(folder: Path, manifest: Manifest) -> dict[str, Segment]:
