@@ -24,6 +24,9 @@ its time and its peak memory (the process tree's, sampled, and ru_maxrss):
   * reindex: 100 pages changed (a paragraph appended to each, written as a
     new file so the linked original stays as it was), then `index_library`
     again;
+  * reload: a serving process opens the index, another process re-indexes
+    100 changed pages, and the serving process asks for the index again
+    (it reads only the new segment);
   * bm25s: the baseline, the same pages read and extracted by the same
     extraction, then bm25s (Porter stemmer, English stopwords, page level)
     indexing them and answering the same queries.
@@ -38,6 +41,7 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -56,7 +60,7 @@ SUFFIXES = (".html", ".htm", ".txt", ".md")
 CHANGED = 100
 SAMPLE_EVERY = 0.5  # s between samples of a step's memory (ru_maxrss gives its exact peak)
 QUERIES_FILE = "queries.json"
-STEP_NAMES = ("index", "serve", "reindex", "bm25s")  # in this order: reindex changes pages first
+STEP_NAMES = ("index", "serve", "reindex", "reload", "bm25s")  # in this order: reindex and reload change pages
 
 
 # -- the pages --------------------------------------------------------------------
@@ -143,6 +147,29 @@ def step_reindex(home: Path, library: Path) -> dict:
     report = index_library(_settings(home, library))
     return {"seconds": time.perf_counter() - started, "updated": report.updated, "added": report.added,
             "segments": getattr(report, "segments", None)}
+
+
+def step_reload(home: Path, library: Path) -> dict:
+    """A serving process holds the index; another process re-indexes 100 changed pages; the
+    serving process then asks for the index again."""
+    from tasks.retrieval.providers.library.documents import corpus_for
+    from tasks.retrieval.providers.library.index import open_index
+    settings = _settings(home, library)
+    started = time.perf_counter()
+    held = open_index(settings, corpus_for(settings))
+    opened = time.perf_counter() - started
+    change_pages(library, CHANGED)
+    script = ("import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); "
+              "from tasks.common.settings import Settings; "
+              "from tasks.retrieval.providers.library.index import index_library; "
+              "index_library(Settings(home=Path(sys.argv[2]), library=sys.argv[3]))")
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", script, str(ROOT), str(home), str(library)], check=True)
+    reindexed = time.perf_counter() - started
+    started = time.perf_counter()
+    again = open_index(settings, corpus_for(settings))
+    return {"open_seconds": opened, "reindex_process_seconds": reindexed,
+            "reload_seconds": time.perf_counter() - started, "reloaded": again is not held}
 
 
 def step_bm25s(home: Path, library: Path) -> dict:
@@ -232,6 +259,10 @@ def _line(name: str, result: dict) -> str:
                 f"{result['answered']}/{len(result['query_seconds'])} queries found pages, {peak}")
     if name == "reindex":
         return f"{CHANGED} pages changed: {result['seconds']:.1f} s ({result['updated']} updated), {peak}"
+    if name == "reload":
+        return (f"a server opened the index in {result['open_seconds']:.2f} s; another process re-indexed "
+                f"{CHANGED} changed pages in {result['reindex_process_seconds']:.1f} s; the server had the new "
+                f"index in {result['reload_seconds']:.2f} s, {peak}")
     return (f"read and extracted {result['documents']} pages in {result['read_seconds']:.1f} s, indexed in "
             f"{result['index_seconds']:.1f} s, {_latency(result)}, {peak}")
 

@@ -39,7 +39,8 @@ STEPS = {"ingest": "bench.run:step_ingest", "consolidate": "bench.run:step_conso
          "reconsolidate": "bench.run:step_consolidate", "baseline": "bench.run:step_baseline",
          "write": "bench.writers:step_write", "open": "bench.catalogs:step_open",
          "library_index": "bench.library_scale:step_index", "library_serve": "bench.library_scale:step_serve",
-         "library_reindex": "bench.library_scale:step_reindex", "library_bm25s": "bench.library_scale:step_bm25s"}
+         "library_reindex": "bench.library_scale:step_reindex", "library_reload": "bench.library_scale:step_reload",
+         "library_bm25s": "bench.library_scale:step_bm25s"}
 
 
 def child_main(step: str, home: Path, bundles: Path, result_file: Path) -> int:
