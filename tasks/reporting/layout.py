@@ -59,14 +59,18 @@ def dimension_groups(synthesis: SynthesisResult) -> dict[str | None, list[int]]:
     return groups
 
 
+CAUTIONS = ("no_answer_partly", "no_mention", "other_language_names")  # labels.py: said of quotes that may not answer
+
+
 def caution(s: SynthesisResult) -> str | None:
     """The warning that the quotes may not answer the question (they only
-    touch on it, or none of the sources mentions what it names): a reader
-    needs it before the quotes, not after them."""
+    touch on it, none of the sources mentions what it names, or they are in
+    another language and share only names with it): a reader needs it
+    before the quotes, not after them."""
     lab = labels(s.language)
-    named = lab["no_mention"].split("{")[0]
+    openings = tuple(lab[name].split("{")[0] for name in CAUTIONS)
     return next((g.description for g in s.contradictions_or_gaps if g.kind == "gap" and not g.dimension
-                 and (g.description == lab["no_answer_partly"] or g.description.startswith(named))), None)
+                 and g.description.startswith(openings)), None)
 
 
 def answer_of(s: SynthesisResult) -> list[Insight]:

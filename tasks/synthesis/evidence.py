@@ -124,6 +124,9 @@ class Scores:
     closeness: np.ndarray = field(default_factory=lambda: np.zeros(0))  # per window, the sentence model's (0 outside its pool)
     gives_measure: list[bool] = field(default_factory=list)  # per part: it asks for no measure, or evidence gives it
     unmentioned: list[str] = field(default_factory=list)  # the names the question gives that no source mentions
+    # the sources are in another language than the question and hold none of its words but these (as it
+    # writes them); None when they speak its language or hold its words
+    other_language: list[str] | None = None
     features: list[np.ndarray] = field(default_factory=list)  # per part, windows × FEATURES
     params: Parameters = PARAMETERS
 
@@ -200,7 +203,44 @@ def score(question: Question, found: list[Window], params: Parameters = PARAMETE
         out.touched.append((own > params.related_share) | (typed > 0))
         out.gives_measure.append(part.answer not in MEASURES or bool(np.any((typed > 0) & out.eligible[-1])))
     out.unmentioned = _unmentioned(question, found, params)
+    out.other_language = _other_language(question, found, params)
     return out
+
+
+def _other_language(question: Question, found: list[Window], params: Parameters) -> list[str] | None:
+    """When the sources are written in another script than the question —
+    most of their sentences without Chinese for a Chinese question, with it
+    for another — and none of them holds a word of the question in its own
+    language (a Chinese question's Chinese words; another's words that are
+    not names, i.e. not rarer than named_zipf), in a sentence, a title or a
+    heading: the question's words they do hold, as it writes them
+    ("Python"), which is all the evidence can have matched. None otherwise.
+    The words matched are then names, and sentences that only name what the
+    question names do not answer it."""
+    sentences = list({id(s): s for w in found for s in w.members}.values())
+    if not sentences:
+        return None
+    chinese = question.language == "zh"
+    han_share = sum(has_han(s.text) for s in sentences) / len(sentences)
+    if (han_share >= 0.5) == chinese:
+        return None
+    surfaces = {stem: word for part in question.asked for stem, word in part.surfaces.items()}
+
+    def own_language(word: str) -> bool:
+        if chinese:
+            return has_han(word)
+        surface = surfaces.get(word, word.split("|")[0])
+        return not has_han(word) and zipf_frequency(surface, question.language) >= params.named_zipf
+
+    def held(word: str) -> bool:
+        return (any(holds(word, s.termset, s.normal) for s in sentences)
+                or any(holds(word, *w.context) for w in found))
+
+    words = [w for part in question.asked for w in part.words]
+    if not any(own_language(w) for w in words) or any(held(w) for w in words if own_language(w)):
+        return None
+    return list(dict.fromkeys(_as_written(surfaces.get(w, w.split("|")[0]), question.text)
+                              for w in words if not own_language(w) and held(w)))
 
 
 _NAME = re.compile(r"[a-z][\w'+.-]{2,}", re.IGNORECASE)

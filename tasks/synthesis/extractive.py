@@ -20,7 +20,11 @@ of it (tasks/synthesis/question.py), chosen by tasks/synthesis/evidence.py:
 - a part no source speaks to clearly is said as a gap; when no part is, the
   report says the sources do not answer the question — and when passages
   touch it, that only such passages are quoted (from the leads' documents
-  and those whose best passage comes close to the leads').
+  and those whose best passage comes close to the leads');
+- sources in another language than the question, holding none of its
+  words but names, are said to be, above the quotes, with the names they
+  hold (a Chinese question over English pages: "Python"); holding none of
+  its words at all, they are not quoted.
 """
 
 from __future__ import annotations
@@ -350,7 +354,9 @@ def _gaps(question: Question, scores: Scores, lab: dict[str, str]) -> list[Contr
              if not p.dimension]
     whole = None
     if not any(a for _, a, _, _ in asked):
-        whole = lab["no_answer"]
+        whole = lab["no_answer" if scores.other_language is None else "other_language"]
+    elif scores.other_language:
+        whole = lab["other_language_names"].format(names=", ".join(f"“{name}”" for name in scores.other_language))
     elif scores.unmentioned:
         whole = lab["no_mention"].format(names=", ".join(f"“{name}”" for name in scores.unmentioned))
     elif not any(g for *_, g in asked):
@@ -379,6 +385,9 @@ def extractive_synthesis(sources: list[Source], question_text: str, plan: dict |
                                  "extractive")
     found = windows(candidates(sources))
     scores = score(question, found, params)
+    if scores.other_language == []:  # not a word of the question in the sources: what scored is noise
+        found, scores = [], score(question, [], params)
+        scores.other_language = []
     strong = _strong(scores, opts)
     picked = _pick(question, found, scores, strong, opts)
     insights = [_insight(f, _label_of(f, question, scores), lab) for f in picked]

@@ -112,15 +112,20 @@ def test_hostile_source_text_does_not_run(tmp_path):
     assert unlinked and unlinked[0].text() == "javascript:alert(1)"
 
 
-def test_a_caution_that_the_quotes_only_touch_the_question_heads_the_summary(tmp_path):
+@pytest.mark.parametrize("question, opening, said", [
+    ("How long does the heater take to warm the tank water?", "The sources found may not answer this question",
+     "only touch on it"),
+    ("加热器 150 W 要多久把水加热？", "找到的来源可能没有回答这个问题", "另一种语言"),
+])
+def test_a_caution_that_the_quotes_only_touch_the_question_heads_the_summary(tmp_path, question, opening, said):
     heater = Source(number=1, source_id="s1", url="file:///notes/heater.md", title="Heater notes",
                     content_text="The heater is a 150 W model. My tank holds 120 litres of water and the heater "
                                  "warms it up slowly in winter.")
-    question = "How long does the heater take to warm the tank water?"
     synthesis = synthesize([heater], question, None)
     report = build_report(synthesis, build_blueprint(synthesis), task_id="t1")
-    answer = report.markdown.split("## Answer\n\n", 1)[1]
-    assert answer.startswith("*The sources found may not answer this question")
+    heading = "## 回答" if synthesis.language == "zh" else "## Answer"
+    answer = report.markdown.split(f"{heading}\n\n", 1)[1]
+    assert answer.startswith(f"*{opening}")
     dom = rendered(tmp_path, render_html(report))
     first = dom.css_first("#answer h2").next
-    assert first.tag == "p" and "caution" in first.attributes["class"] and "only touch on it" in first.text()
+    assert first.tag == "p" and "caution" in first.attributes["class"] and said in first.text()

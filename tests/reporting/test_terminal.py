@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
 from rich.cells import cell_len
@@ -85,15 +86,21 @@ def test_the_terminal_shows_the_answer_within_its_budget_and_says_the_evidence_i
         assert reading_words(" ".join(p.text for p in synthesis.answer)) <= ANSWER_WORDS
 
 
-def test_a_caution_that_speaks_of_the_passages_below_comes_before_them():
-    source = Source(number=1, source_id="s1", url="file:///notes/heater.md", title="Heater notes",
-                    content_text="The heater is a 150 W model. My tank holds 120 litres of water and the heater "
-                                 "warms it up slowly in winter.")
-    synthesis = extractive_synthesis([source], "How long does the heater take to warm the tank water?")
+HEATER = Source(number=1, source_id="s1", url="file:///notes/heater.md", title="Heater notes",
+                content_text="The heater is a 150 W model. My tank holds 120 litres of water and the heater "
+                             "warms it up slowly in winter.")
+
+
+@pytest.mark.parametrize("question, said", [
+    ("How long does the heater take to warm the tank water?", "only touch on it"),
+    ("加热器 150 W 要多久把水加热？", "另一种语言"),  # sources in another language, sharing only "150 W"
+])
+def test_a_caution_that_speaks_of_the_passages_below_comes_before_them(question, said):
+    synthesis = extractive_synthesis([HEATER], question)
     report = ResearchReport(markdown="", synthesis=synthesis,
-                            sources=[ReportSource(title="Heater notes", url=source.url, noteIndex=1, sourceId="s1")])
+                            sources=[ReportSource(title="Heater notes", url=HEATER.url, noteIndex=1, sourceId="s1")])
     lines = answer_lines(report, width=80)
-    caution = next(i for i, line in enumerate(lines) if "only touch on it" in line)
+    caution = next(i for i, line in enumerate(lines) if said in line)
     assert caution < next(i for i, line in enumerate(lines) if line.startswith("• "))
 
 

@@ -12,6 +12,7 @@ from tasks.synthesis.evidence import score
 from tasks.synthesis.extractive import ExtractiveOptions, extractive_synthesis
 from tasks.synthesis.question import FREQUENCY, QUANTITY, asks_for, read_question
 from tasks.synthesis.modeling import extractive_blueprint
+from tasks.reporting.layout import caution
 
 DATAMODEL = "https://docs.python.org/3.11/reference/datamodel.html"
 
@@ -241,6 +242,45 @@ def test_a_question_naming_what_no_source_mentions_is_answered_with_a_caution_na
         TYPES_AND_FORMAT, "Does a generator function kept in a bucket return an iterator?")) == []
     assert whole_question_gaps(extractive_synthesis(
         TYPES_AND_FORMAT, "Which numeric literal does the standard type hierarchy list?")) == []
+
+
+def test_sources_in_another_language_sharing_only_names_with_the_question_are_said_to_before_their_quotes():
+    english = [source(1, f"{DATAMODEL}?topic=objects#objects", "Objects, values and types", GC_PAGE),
+               source(2, "https://docs.python.org/3.11/library/pdb.html", "pdb — The Python Debugger",
+                      "The module pdb defines an interactive source code debugger for Python programs.\n\n"
+                      "Restart the debugged Python program.\n")]
+    result = extractive_synthesis(english, "Python 的垃圾回收器如何处理循环引用？")
+    said = ("找到的来源可能没有回答这个问题：它们是用另一种语言写的，除了 “Python”，其中没有一处含有这个问题的词语，"
+            "所引用的段落与问题相同的只有这些词。用来源的语言提问也许能找到答案。")
+    assert whole_question_gaps(result) == [said] and caution(result) == said
+    assert all("Python" in q for q in quotes(result))
+    # not a word of the question in them: nothing is quoted
+    unrelated = extractive_synthesis(english, "垃圾回收器如何处理循环引用？")
+    assert unrelated.synthesized_insights == [] and unrelated.answer == [] and unrelated.all_citations() == []
+    assert whole_question_gaps(unrelated) == [
+        "找到的来源是用另一种语言写的：其中没有一处含有这个问题的词语，因此不作引用。用来源的语言提问也许能找到答案。"]
+    assert caution(unrelated) is None
+    chinese = [source(1, "file:///docs/gc.md", "垃圾回收",
+                      "# 垃圾回收\n\nCPython 使用引用计数，并用循环垃圾回收器检测引用循环。\n\n"
+                      "也可以手动运行回收。\n")]
+    assert whole_question_gaps(extractive_synthesis(chinese, "How does CPython's gc handle reference cycles?")) == [
+        "The sources found may not answer this question: they are in another language, and none of them holds "
+        "its words but “CPython”, which is all the passages quoted share with it. Asked in their language, the "
+        "question may find its answer."]
+
+
+def test_a_question_whose_words_the_other_language_sources_hold_is_answered_from_them():
+    # mostly English sentences (options, commands) but a Chinese word of the question among them: a Chinese page
+    page = source(1, "file:///man/zh/ls.1", "ls 命令",
+                  "# ls\n\nls -l lists in long format.\n\nls -a shows entries starting with a dot.\n\n"
+                  "ls -R lists subdirectories recursively.\n\n用 -a 选项显示隐藏文件。\n")
+    result = extractive_synthesis([page], "ls 怎么显示隐藏文件？")
+    assert whole_question_gaps(result) == []
+    assert any("隐藏文件" in q for q in quotes(result))
+    # an English question over English pages is never said to be in another language
+    english = extractive_synthesis([source(1, f"{DATAMODEL}?topic=objects#objects", "Objects", GC_PAGE)],
+                                   "Does CPython collect reference cycles?")
+    assert "another language" not in " ".join(whole_question_gaps(english))
 
 
 def test_an_answer_held_by_few_of_the_question_s_words_quotes_the_close_second_page_too():

@@ -200,7 +200,7 @@ def test_a_question_the_sources_do_not_cover_is_a_gap_not_quoted_noise():
     assert result.contradictions_or_gaps[0].kind == "gap"
     assert "do not answer this question" in result.contradictions_or_gaps[0].description
     chinese = extractive_synthesis(make_sources(), "量子计算的商业前景如何？")
-    assert chinese.synthesized_insights == [] and "没有回答" in chinese.contradictions_or_gaps[0].description
+    assert chinese.synthesized_insights == [] and "因此不作引用" in chinese.contradictions_or_gaps[0].description
 
 
 def test_no_sources_is_a_result_with_gaps_not_an_error():
