@@ -17,10 +17,10 @@ import pytest
 from schemas.errors import InternalError
 from tasks.common.settings import Settings
 from tasks.retrieval.providers.library import extracting
-from tasks.retrieval.providers.library import index as library_index
+from tasks.retrieval.providers.library import store
 from tasks.retrieval.providers.library.documents import corpus_for
-from tasks.retrieval.providers.library.index import (MANIFEST, MAX_SEGMENTS, _LOADED, index_library, open_index,
-                                                     store_dir)
+from tasks.retrieval.providers.library.index import MAX_SEGMENTS, _LOADED, index_library, open_index
+from tasks.retrieval.providers.library.store import MANIFEST, store_dir
 from tasks.retrieval.providers.library.ranking import ranking
 from tasks.retrieval.providers.library.term_matrix import SegmentedBM25, TermMatrix
 
@@ -160,7 +160,7 @@ def test_a_process_holding_the_index_reindexes_without_reading_the_store(lib, no
 
     def refuse(*_):
         raise AssertionError("the store was read again")
-    monkeypatch.setattr(library_index, "_read_segment", refuse)
+    monkeypatch.setattr(store, "read_segment", refuse)
     write_note(notes, 5, extra="a saddle height chart")
     (notes / "note-006.md").unlink()
     index_library(lib)
@@ -273,8 +273,8 @@ def test_a_server_holding_the_index_reads_only_the_segment_another_process_wrote
     index_library(lib)
     _LOADED[str(folder_of(lib))] = ((0, 0, 0), held)  # the server's index, older than the store
     read = []
-    real = library_index._read_segment
-    monkeypatch.setattr(library_index, "_read_segment", lambda folder, name: read.append(name) or real(folder, name))
+    real = store.read_segment
+    monkeypatch.setattr(store, "read_segment", lambda folder, name: read.append(name) or real(folder, name))
     again = open_index(lib, corpus_for(lib))
     assert read == [n for n in manifest(lib)["segments"] if n not in manifest_before["segments"]] and len(read) == 1
     assert best(again, "chain checker gauge") == "note-009.md" and len(again.documents) == 30
@@ -299,7 +299,7 @@ def test_a_store_that_cannot_be_read_even_when_indexed_again_is_one_error(lib, m
 
     def unreadable(*_):
         raise OSError("Input/output error")
-    monkeypatch.setattr(library_index, "_read_segment", unreadable)
+    monkeypatch.setattr(store, "read_segment", unreadable)
     with pytest.raises(InternalError, match="cannot be read, even after indexing it again"):
         open_index(lib, corpus_for(lib))
 

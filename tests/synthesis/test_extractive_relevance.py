@@ -11,7 +11,6 @@ from tasks.synthesis.candidates import candidates, windows
 from tasks.synthesis.evidence import score
 from tasks.synthesis.extractive import ExtractiveOptions, extractive_synthesis
 from tasks.synthesis.question import FREQUENCY, QUANTITY, asks_for, read_question
-from tasks.synthesis.modeling import extractive_blueprint
 from tasks.reporting.layout import caution
 
 DATAMODEL = "https://docs.python.org/3.11/reference/datamodel.html"

@@ -3,7 +3,8 @@ cut into passages by documents.py) with each passage's terms
 (tasks/common/text.py: the same tokenizer, stopwords and Porter stemmer as
 queries and scoring) and embedding (embeddings.py, for the dense half of the
 ranking in provider.py), stored under SEARCHLAKE_HOME/library/<corpus id>/
-in segments, with BM25 over all of them (term_matrix.py).
+in segments (store.py reads and writes the files), with BM25 over all of
+them (term_matrix.py).
 
 A segment (`s<number>/`) holds the documents written together, as a Parquet
 file, and their passages' term counts; it is never changed once written.
@@ -26,38 +27,28 @@ for the caller's error log.
 from __future__ import annotations
 
 import hashlib
-import json
-import os
-import re
-import shutil
 import threading
 import time
-import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from filelock import FileLock
 
 from schemas.errors import InternalError
 from tasks.common.settings import Settings
+from tasks.retrieval.providers.library import store
 from tasks.retrieval.providers.library.documents import Corpus, Document, DocumentFile, Skip, corpus_for
 from tasks.retrieval.providers.library.embeddings import DIM
 from tasks.retrieval.providers.library.extracting import ChangedFile, Extracted, Extractor, NoText
 from tasks.retrieval.providers.library.extraction import SkipFile
+from tasks.retrieval.providers.library.store import Manifest, Segment, store_dir
 from tasks.retrieval.providers.library.term_matrix import SegmentedBM25, TermMatrix
 
-STORE_FORMAT = 7  # bump when the stored text or terms change meaning (extraction, tokenizer, stemmer) or the layout
-MANIFEST = "index.json"
-NO_TEXT = "no-text.parquet"  # the files found to hold no text, with their mtime and size: not read again
 MAX_SEGMENTS = 8
 MOST_DEAD = 0.25  # share of the stored passages dead at which everything is rewritten as one segment
-_SEGMENT_NAME = re.compile(r"s\d{6}")
-_STORE_ID = re.compile(r"[0-9a-f]{32}")
 
 
 @dataclass
@@ -80,25 +71,6 @@ class IndexReport:
         return bool(self.added or self.updated or self.removed)
 
 
-@dataclass(frozen=True)
-class Segment:
-    """Documents written together, in order, and their passages' term counts."""
-
-    name: str
-    documents: tuple[Document, ...]
-    matrix: TermMatrix
-
-    @staticmethod
-    def of(name: str, parts: list[Extracted]) -> Segment:
-        return Segment(name, tuple(d for part in parts for d in part.documents),
-                       TermMatrix.joined([part.matrix for part in parts]))
-
-    def live(self, dead: frozenset[int]) -> Extracted:
-        """Its documents but the dead ones, with their term counts."""
-        return Extracted([d for n, d in enumerate(self.documents) if n not in dead],
-                         self.matrix.without(_dead_passages(self, dead)), [])
-
-
 class LibraryIndex:
     """BM25 over every live passage of one corpus; a document scores as its best passage."""
 
@@ -114,7 +86,7 @@ class LibraryIndex:
         self.passage_doc = np.repeat(np.arange(len(self.documents)), counts)
         self.doc_start = np.concatenate(([0], np.cumsum(counts))).astype(int)
         self.passages = int(self.doc_start[-1])
-        self.bm25 = SegmentedBM25([s.matrix.without(_dead_passages(s, dead.get(s.name, frozenset())))
+        self.bm25 = SegmentedBM25([s.matrix.without(store.dead_passages(s, dead.get(s.name, frozenset())))
                                    for s in segments], _renumbering(stored, order, self.doc_start))
         self.vectors = (np.frombuffer(b"".join(d.vectors for d in self.documents), dtype=np.float32)
                         .reshape(self.passages, DIM))
@@ -182,129 +154,6 @@ def _renumbering(stored: list[Document], order: list[int], doc_start: np.ndarray
     return doc_start[position[doc]] + within
 
 
-def _dead_passages(segment: Segment, dead: frozenset[int]) -> np.ndarray:
-    marks = [number in dead for number, d in enumerate(segment.documents) for _ in d.passage_terms]
-    return np.array(marks, dtype=bool)
-
-
-# -- the store ----------------------------------------------------------------
-
-def store_dir(settings: Settings, corpus: Corpus) -> Path:
-    """SEARCHLAKE_HOME/library/<first 16 hex digits of sha256(corpus key)>."""
-    return Path(settings.home) / "library" / hashlib.sha256(corpus.key.encode("utf-8")).hexdigest()[:16]
-
-
-_SCHEMA = pa.schema([
-    ("path", pa.string()), ("url", pa.string()), ("kind", pa.string()), ("mtime", pa.float64()),
-    ("size", pa.int64()), ("sha256", pa.string()), ("title", pa.string()), ("text", pa.large_string()),
-    ("span_start", pa.list_(pa.int32())), ("span_end", pa.list_(pa.int32())),
-    ("passage_terms", pa.list_(pa.large_string())), ("vectors", pa.large_binary()),
-])
-_STAMP_COLUMNS = ["path", "mtime", "size", "sha256"]
-
-
-@dataclass(frozen=True)
-class Manifest:
-    """The live segments, in order, each with the numbers of its dead documents."""
-
-    segments: tuple[str, ...] = ()
-    dead: tuple[tuple[str, frozenset[int]], ...] = ()
-    next_number: int = 1
-    # new with every store started afresh: a segment's name is unique within one store, and a process
-    # keeps the segments it has read for as long as the store is the same
-    store: str = field(default_factory=lambda: uuid.uuid4().hex)
-
-    @property
-    def dead_by_segment(self) -> dict[str, frozenset[int]]:
-        return dict(self.dead)
-
-
-def _read_manifest(folder: Path) -> Manifest:
-    """The stored manifest; an empty one (everything indexed again) where
-    there is none, or it is of another format or not one searchlake wrote."""
-    try:
-        stored = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-        if stored.get("format") != STORE_FORMAT:
-            return Manifest()
-        names = tuple(stored["segments"])
-        if not all(isinstance(n, str) and _SEGMENT_NAME.fullmatch(n) for n in names) or len(set(names)) < len(names):
-            return Manifest()
-        dead = tuple((n, frozenset(int(i) for i in stored["dead"].get(n, []))) for n in names)
-        if not _STORE_ID.fullmatch(stored["store"]):
-            return Manifest()
-        return Manifest(names, dead, max(int(stored["next"]), *(int(n[1:]) + 1 for n in names), 1), stored["store"])
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):
-        return Manifest()
-
-
-def _write_manifest(folder: Path, corpus: Corpus, manifest: Manifest) -> None:
-    body = {"format": STORE_FORMAT, "key": corpus.key, "root": corpus.root, "segments": list(manifest.segments),
-            "dead": {name: sorted(numbers) for name, numbers in manifest.dead if numbers},
-            "next": manifest.next_number, "store": manifest.store}
-    temporary = folder / f"{MANIFEST}.tmp"
-    temporary.write_text(json.dumps(body), encoding="utf-8")
-    os.replace(temporary, folder / MANIFEST)
-
-
-def _read_no_text(folder: Path) -> dict[str, NoText]:
-    try:
-        rows = pq.read_table(folder / NO_TEXT).to_pylist()
-        return {r["path"]: NoText(r["path"], r["mtime"], r["size"], r["reason"]) for r in rows}
-    except (OSError, pa.ArrowException, KeyError, TypeError):
-        return {}
-
-
-def _write_no_text(folder: Path, found: list[NoText]) -> None:
-    table = pa.table({"path": [n.path for n in found], "mtime": [float(n.mtime) for n in found],
-                      "size": [n.size for n in found], "reason": [n.reason for n in found]},
-                     schema=pa.schema([("path", pa.string()), ("mtime", pa.float64()), ("size", pa.int64()),
-                                       ("reason", pa.string())]))
-    pq.write_table(table, folder / f"{NO_TEXT}.tmp")
-    os.replace(folder / f"{NO_TEXT}.tmp", folder / NO_TEXT)
-
-
-def _read_segment(folder: Path, name: str) -> Segment:
-    rows = pq.read_table(folder / name / "documents.parquet", schema=_SCHEMA).to_pylist()
-    documents = tuple(Document(r["path"], r["url"], r["kind"], r["mtime"], r["size"], r["sha256"], r["title"],
-                               r["text"], tuple(zip(r["span_start"], r["span_end"])), tuple(r["passage_terms"]),
-                               r["vectors"]) for r in rows)
-    return Segment(name, documents, TermMatrix.load(folder / name))
-
-
-def _write_segment(folder: Path, segment: Segment) -> None:
-    """Written under a temporary name and renamed: a segment is whole or absent."""
-    documents = segment.documents
-    temporary = folder / f"{segment.name}.tmp"
-    shutil.rmtree(temporary, ignore_errors=True)
-    temporary.mkdir(parents=True)
-    table = pa.table({
-        "path": [d.path for d in documents], "url": [d.url for d in documents],
-        "kind": [d.kind for d in documents], "mtime": [float(d.mtime) for d in documents],
-        "size": [d.size for d in documents], "sha256": [d.sha256 for d in documents],
-        "title": [d.title for d in documents], "text": [d.text for d in documents],
-        "span_start": [[s for s, _ in d.spans] for d in documents],
-        "span_end": [[e for _, e in d.spans] for d in documents],
-        "passage_terms": [list(d.passage_terms) for d in documents],
-        "vectors": [d.vectors for d in documents],
-    }, schema=_SCHEMA)
-    pq.write_table(table, temporary / "documents.parquet")
-    segment.matrix.save(temporary)
-    shutil.rmtree(folder / segment.name, ignore_errors=True)
-    os.replace(temporary, folder / segment.name)
-
-
-def _remove_unlisted(folder: Path, manifest: Manifest) -> None:
-    """Segments no manifest names any more (merged, or left by a crash), and
-    the files of earlier store formats."""
-    for entry in folder.iterdir():
-        listed = entry.name in manifest.segments
-        if entry.is_dir() and not listed and (_SEGMENT_NAME.fullmatch(entry.name.removesuffix(".tmp"))
-                                              or entry.name in ("bm25", "bm25.tmp")):
-            shutil.rmtree(entry, ignore_errors=True)
-        elif entry.name in ("documents.parquet", "corpus.json"):
-            entry.unlink(missing_ok=True)
-
-
 # -- indexing -------------------------------------------------------------------
 
 # In this process: the loaded index of each store folder, with the stamp of
@@ -350,11 +199,11 @@ class _Segments:
 
     def __getitem__(self, name: str) -> Segment:
         if name not in self.known:
-            self.known[name] = _read_segment(self.folder, name)
+            self.known[name] = store.read_segment(self.folder, name)
         return self.known[name]
 
     def add(self, segment: Segment) -> None:
-        _write_segment(self.folder, segment)
+        store.write_segment(self.folder, segment)
         self.known[segment.name] = segment
 
     def all_in_memory(self, names: tuple[str, ...]) -> list[Segment] | None:
@@ -368,25 +217,25 @@ def index_library(settings: Settings, corpus: Corpus | None = None) -> IndexRepo
     folder.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     with _GUARD, FileLock(str(folder / "index.lock"), timeout=settings.lock_timeout or -1):
-        manifest = _read_manifest(folder)
+        manifest = store.read_manifest(folder)
         stored = _stored(folder, manifest)
         if stored is None:  # a segment named by the manifest is missing or unreadable: start again
             manifest, stored = Manifest(), ({}, {})
-        known_no_text = _read_no_text(folder) if manifest.segments else {}
+        known_no_text = store.read_no_text(folder) if manifest.segments else {}
         changes = _update(corpus, stored[0], known_no_text)
         if {n.path: n for n in changes.no_text} != known_no_text:
-            _write_no_text(folder, changes.no_text)
+            store.write_no_text(folder, changes.no_text)
         if changes.any or not manifest.segments:
             segments = _Segments(folder, manifest)
             manifest = _with_changes(manifest, stored[0], changes, segments)
             manifest = _merged_if_due(manifest, _live_passages(manifest, stored[1], changes, segments), segments)
-            _write_manifest(folder, corpus, manifest)
+            store.write_manifest(folder, corpus, manifest)
             whole = segments.all_in_memory(manifest.segments)
             if whole is None:  # this process has not loaded the index: open_index reads it when asked
                 _LOADED.pop(str(folder), None)
             else:
-                _LOADED[str(folder)] = (_stamp(folder), LibraryIndex(corpus.key, whole, manifest))
-        _remove_unlisted(folder, manifest)  # also what a crash after the last manifest left
+                _LOADED[str(folder)] = (store.manifest_stamp(folder), LibraryIndex(corpus.key, whole, manifest))
+        store.remove_unlisted(folder, manifest)  # also what a crash after the last manifest left
         changes.report.rebuilt = changes.report.changed
         changes.report.segments = len(manifest.segments)
     changes.report.seconds = round(time.perf_counter() - started, 3)
@@ -401,7 +250,7 @@ def open_index(settings: Settings, corpus: Corpus) -> LibraryIndex:
     with _GUARD:
         for attempt in range(2):
             loaded = _LOADED.get(str(folder))
-            if loaded is not None and loaded[0] == _stamp(folder):
+            if loaded is not None and loaded[0] == store.manifest_stamp(folder):
                 return loaded[1]
             stamp, manifest, segments = _read_store(settings, folder)
             if segments:
@@ -415,10 +264,10 @@ def open_index(settings: Settings, corpus: Corpus) -> LibraryIndex:
 def _read_store(settings: Settings, folder: Path) -> tuple[tuple | None, Manifest, list[Segment]]:
     """The manifest's stamp, the manifest and its segments (none when one cannot be read)."""
     with FileLock(str(folder / "index.lock"), timeout=settings.lock_timeout or -1):
-        stamp, manifest = _stamp(folder), _read_manifest(folder)
+        stamp, manifest = store.manifest_stamp(folder), store.read_manifest(folder)
         held = _segments_in_memory(folder, manifest)
         try:
-            return stamp, manifest, [held.get(name) or _read_segment(folder, name) for name in manifest.segments]
+            return stamp, manifest, [held.get(name) or store.read_segment(folder, name) for name in manifest.segments]
         except (OSError, pa.ArrowException, ValueError):
             return stamp, manifest, []
 
@@ -431,14 +280,6 @@ def _segments_in_memory(folder: Path, manifest: Manifest) -> dict[str, Segment]:
     return {segment.name: segment for segment in loaded[1].segments}
 
 
-def _stamp(folder: Path) -> tuple | None:
-    try:
-        info = (folder / MANIFEST).stat()
-    except OSError:
-        return None
-    return info.st_mtime_ns, info.st_size, info.st_ino
-
-
 def _stored(folder: Path, manifest: Manifest) -> tuple[dict[str, _Stored], dict[str, tuple[int, int]]] | None:
     """The live stored documents by path, and each segment's passages alive
     and in all; None when a segment cannot be read."""
@@ -447,17 +288,15 @@ def _stored(folder: Path, manifest: Manifest) -> tuple[dict[str, _Stored], dict[
     held: dict[str, tuple[int, int]] = {}
     for name in manifest.segments:
         try:
-            table = pq.read_table(folder / name / "documents.parquet", columns=_STAMP_COLUMNS + ["span_start"])
+            rows = store.read_stamps(folder, name)
         except (OSError, pa.ArrowException):
             return None
-        counts = pc.list_value_length(table["span_start"]).fill_null(0).to_pylist()
-        rows = zip(*(table[c].to_pylist() for c in _STAMP_COLUMNS), counts)
         alive = 0
         for number, (path, mtime, size, sha, passages_held) in enumerate(rows):
             if number not in dead.get(name, ()):
                 found[path] = _Stored(name, number, passages_held, mtime, size, sha)
                 alive += passages_held
-        held[name] = (alive, sum(counts))
+        held[name] = (alive, sum(row[-1] for row in rows))
     return found, held
 
 
