@@ -59,13 +59,13 @@ def dimension_groups(synthesis: SynthesisResult) -> dict[str | None, list[int]]:
     return groups
 
 
-CAUTIONS = ("no_answer_partly", "no_mention", "other_language_names")  # labels.py: said of quotes that may not answer
+CAUTIONS = ("no_answer_partly", "no_mention", "across_languages")  # labels.py: said of quotes that may not answer
 
 
 def caution(s: SynthesisResult) -> str | None:
     """The warning that the quotes may not answer the question (they only
     touch on it, none of the sources mentions what it names, or they are in
-    another language and share only names with it): a reader needs it
+    another language and were chosen by meaning): a reader needs it
     before the quotes, not after them."""
     lab = labels(s.language)
     openings = tuple(lab[name].split("{")[0] for name in CAUTIONS)

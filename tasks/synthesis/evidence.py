@@ -45,6 +45,14 @@ script (Chinese, other), and its closeness to the question adds to their
 relevance and support: it reads whole sentences in both languages where
 the signals above read words.
 
+Across languages — the sources in another script than the question,
+sharing none of its own words, only names ("Python") — the words say
+nothing: the sentence model reads the first `sentence_pool` windows in
+the sources' order (the search ranked the pages by meaning), and its
+closeness alone is each window's relevance and support; no part counts as
+answered clearly, and the report cautions that the quotes were chosen by
+meaning (_across_languages).
+
 A window's support for a part is its coverage, helped a little by the answer
 type and the dense similarity; for a part that asks for a measure, a window
 without one stays below `sure` (it touches the part, it does not answer
@@ -124,9 +132,7 @@ class Scores:
     closeness: np.ndarray = field(default_factory=lambda: np.zeros(0))  # per window, the sentence model's (0 outside its pool)
     gives_measure: list[bool] = field(default_factory=list)  # per part: it asks for no measure, or evidence gives it
     unmentioned: list[str] = field(default_factory=list)  # the names the question gives that no source mentions
-    # the sources are in another language than the question and hold none of its words but these (as it
-    # writes them); None when they speak its language or hold its words
-    other_language: list[str] | None = None
+    across_languages: bool = False  # the sources are in another language and share only names with the question
     features: list[np.ndarray] = field(default_factory=list)  # per part, windows × FEATURES
     params: Parameters = PARAMETERS
 
@@ -185,45 +191,51 @@ def score(question: Question, found: list[Window], params: Parameters = PARAMETE
                                     _heading_share(part, found, idf, params), _heading_asks(part, found),
                                     _section_share(part, found, idf, sections, params)])
         parts.append((part, own, coverage, typed, support, features))
-    close = _sentence_closeness(question, found, np.max([f @ weights for *_, f in parts], axis=0), params)
+    out.across_languages = _across_languages(question, found, params)
+    if not out.across_languages:
+        close = _sentence_closeness(question, found, np.max([f @ weights for *_, f in parts], axis=0), params)
+    else:  # the words the sources share with the question are names: only meaning orders them
+        close = _closeness_in_order(question, found, params)
     out.closeness = close
     for part, own, coverage, typed, support, features in parts:
-        # only where the window holds something of the part, itself or in its context: the closest passage
-        # to a question the sources do not cover is still the closest
-        meant = params.sentence_support * close * (coverage > 0)
-        worded, support = _measured(part, typed, support, params), _measured(part, typed, support + meant, params)
+        if not out.across_languages:
+            # only where the window holds something of the part, itself or in its context: the closest passage
+            # to a question the sources do not cover is still the closest
+            meant = params.sentence_support * close * (coverage > 0)
+            worded, support = _measured(part, typed, support, params), _measured(part, typed, support + meant, params)
+            relevance = features @ weights + params.sentence * close
+        else:
+            worded, support = np.zeros(len(found)), _measured(part, typed, close, params)
+            relevance = params.sentence * close  # the pages' order is the search's by meaning: no rank prior
         out.coverage.append(coverage)
         out.own.append(own)
         out.features.append(features)
-        out.relevance.append(features @ weights + params.sentence * close)
+        out.relevance.append(relevance)
         out.eligible.append(support >= params.eligible)
         out.support.append(float(support.max()))
         out.supports.append(support)
         out.worded.append(float(worded.max()))
-        out.touched.append((own > params.related_share) | (typed > 0))
+        out.touched.append(out.eligible[-1] if out.across_languages
+                           else (own > params.related_share) | (typed > 0))
         out.gives_measure.append(part.answer not in MEASURES or bool(np.any((typed > 0) & out.eligible[-1])))
     out.unmentioned = _unmentioned(question, found, params)
-    out.other_language = _other_language(question, found, params)
     return out
 
 
-def _other_language(question: Question, found: list[Window], params: Parameters) -> list[str] | None:
-    """When the sources are written in another script than the question —
-    most of their sentences without Chinese for a Chinese question, with it
-    for another — and none of them holds a word of the question in its own
+def _across_languages(question: Question, found: list[Window], params: Parameters) -> bool:
+    """The sources are written in another script than the question — most
+    of their sentences without Chinese for a Chinese question, with it for
+    another — and none of them holds a word of the question in its own
     language (a Chinese question's Chinese words; another's words that are
-    not names, i.e. not rarer than named_zipf), in a sentence, a title or a
-    heading: the question's words they do hold, as it writes them
-    ("Python"), which is all the evidence can have matched. None otherwise.
-    The words matched are then names, and sentences that only name what the
-    question names do not answer it."""
+    not names, i.e. not rarer than named_zipf) in a sentence, a title or a
+    heading: the words they share with it are names ("Python"), and only
+    meaning can tell which of them speak to it."""
     sentences = list({id(s): s for w in found for s in w.members}.values())
     if not sentences:
-        return None
+        return False
     chinese = question.language == "zh"
-    han_share = sum(has_han(s.text) for s in sentences) / len(sentences)
-    if (han_share >= 0.5) == chinese:
-        return None
+    if (sum(has_han(s.text) for s in sentences) * 2 >= len(sentences)) == chinese:
+        return False
     surfaces = {stem: word for part in question.asked for stem, word in part.surfaces.items()}
 
     def own_language(word: str) -> bool:
@@ -232,15 +244,9 @@ def _other_language(question: Question, found: list[Window], params: Parameters)
         surface = surfaces.get(word, word.split("|")[0])
         return not has_han(word) and zipf_frequency(surface, question.language) >= params.named_zipf
 
-    def held(word: str) -> bool:
-        return (any(holds(word, s.termset, s.normal) for s in sentences)
-                or any(holds(word, *w.context) for w in found))
-
-    words = [w for part in question.asked for w in part.words]
-    if not any(own_language(w) for w in words) or any(held(w) for w in words if own_language(w)):
-        return None
-    return list(dict.fromkeys(_as_written(surfaces.get(w, w.split("|")[0]), question.text)
-                              for w in words if not own_language(w) and held(w)))
+    own = [w for part in question.asked for w in part.words if own_language(w)]
+    return bool(own) and not any(any(holds(w, s.termset, s.normal) for s in sentences)
+                                 or any(holds(w, *window.context) for window in found) for w in own)
 
 
 _NAME = re.compile(r"[a-z][\w'+.-]{2,}", re.IGNORECASE)
@@ -300,6 +306,23 @@ def _sentence_closeness(question: Question, found: list[Window], relevance: np.n
         cosine = closeness(question.text, [found[i].as_read for i in pool])
         low, high = float(np.median(cosine)), float(cosine.max())
         out[pool] = np.clip((cosine - low) / max(high - low, params.sentence_spread), 0.0, 1.0)
+    return out
+
+
+def _closeness_in_order(question: Question, found: list[Window], params: Parameters) -> np.ndarray:
+    """The sentence model's closeness to the question of the first
+    sentence_pool windows in the sources' order (the search ranked their
+    pages by meaning; the words they share with the question are names),
+    scaled as _sentence_closeness scales it; 0 for the other windows."""
+    from tasks.common.sentence_model import closeness
+    out = np.zeros(len(found))
+    pool = sorted(range(len(found)), key=lambda i: (found[i].source.number, found[i].first))[:params.sentence_pool]
+    if len(pool) < 2:  # nothing to compare it with: the one window is the closest
+        out[pool] = 1.0
+        return out
+    cosine = closeness(question.text, [found[i].as_read for i in pool])
+    low, high = float(np.median(cosine)), float(cosine.max())
+    out[pool] = np.clip((cosine - low) / max(high - low, params.sentence_spread), 0.0, 1.0)
     return out
 
 

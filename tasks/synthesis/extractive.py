@@ -22,9 +22,10 @@ of it (tasks/synthesis/question.py), chosen by tasks/synthesis/evidence.py:
   touch it, that only such passages are quoted (from the leads' documents
   and those whose best passage comes close to the leads');
 - sources in another language than the question, holding none of its
-  words but names, are said to be, above the quotes, with the names they
-  hold (a Chinese question over English pages: "Python"); holding none of
-  its words at all, they are not quoted.
+  words but names (a Chinese question over English pages: "Python"), are
+  quoted where the sentence model, which reads across languages, finds
+  them closest to the question, read in the order the search ranked them,
+  under a caution that says so.
 """
 
 from __future__ import annotations
@@ -354,9 +355,9 @@ def _gaps(question: Question, scores: Scores, lab: dict[str, str]) -> list[Contr
              if not p.dimension]
     whole = None
     if not any(a for _, a, _, _ in asked):
-        whole = lab["no_answer" if scores.other_language is None else "other_language"]
-    elif scores.other_language:
-        whole = lab["other_language_names"].format(names=", ".join(f"“{name}”" for name in scores.other_language))
+        whole = lab["other_language" if scores.across_languages else "no_answer"]
+    elif scores.across_languages:
+        whole = lab["across_languages"]
     elif scores.unmentioned:
         whole = lab["no_mention"].format(names=", ".join(f"“{name}”" for name in scores.unmentioned))
     elif not any(g for *_, g in asked):
@@ -385,9 +386,6 @@ def extractive_synthesis(sources: list[Source], question_text: str, plan: dict |
                                  "extractive")
     found = windows(candidates(sources))
     scores = score(question, found, params)
-    if scores.other_language == []:  # not a word of the question in the sources: what scored is noise
-        found, scores = [], score(question, [], params)
-        scores.other_language = []
     strong = _strong(scores, opts)
     picked = _pick(question, found, scores, strong, opts)
     insights = [_insight(f, _label_of(f, question, scores), lab) for f in picked]

@@ -18,7 +18,7 @@ from tasks.retrieval.providers.library.documents import corpus_for
 from tasks.retrieval.providers.library.index import _LOADED, index_library, open_index
 from tasks.retrieval.providers.base import Query
 from tasks.retrieval.providers.library.provider import LibraryProvider, best_window
-from tasks.retrieval.providers.library.ranking import calibrated_score
+from tasks.retrieval.providers.library.ranking import ACROSS_SCORE, calibrated_score
 
 FILLER = "\n\n".join(
     f"Paragraph {n} talks about soil preparation, compost layers and watering schedules "
@@ -121,6 +121,22 @@ def test_chinese_documents_are_searchable(lib_settings):
     hits = search(lib_settings, "大语言模型 医疗")
     assert hits and hits[0].title == "机器学习笔记"
     assert "医疗" in hits[0].snippet
+
+
+@pytest.mark.parametrize("question, title", [
+    ("番茄晚疫病怎么防治？", "Gardening Guide"),  # tomato blight: not a word of it in the English pages
+    ("自行车链条该怎么保养？", "Bicycle maintenance"),
+    ("酸面包的酵头多久喂一次？", "Bread Baking"),
+])
+def test_a_question_in_another_language_than_the_library_finds_its_pages_by_meaning(lib_settings, question, title):
+    hits = LibraryProvider(lib_settings).search(Query("q1", question, "library", question=question), 3)
+    # the one Chinese page of the library, which the model would read as closer, does not match its words
+    assert hits[0].title == title and "机器学习笔记" not in [h.title for h in hits]
+    assert hits[0].question_score == ACROSS_SCORE and hits[0].content_text
+    # a question in the library's language is ranked by its words, as before
+    english = LibraryProvider(lib_settings).search(
+        Query("q1", "tomato blight", "library", question="How do I treat tomato blight?"), 3)
+    assert english[0].title == "Gardening Guide" and english[0].question_score != ACROSS_SCORE
 
 
 def test_weak_match_scores_lower_than_strong_match(lib_settings):

@@ -199,8 +199,8 @@ def test_a_question_the_sources_do_not_cover_is_a_gap_not_quoted_noise():
     assert result.synthesized_insights == [] and result.all_citations() == []
     assert result.contradictions_or_gaps[0].kind == "gap"
     assert "do not answer this question" in result.contradictions_or_gaps[0].description
-    chinese = extractive_synthesis(make_sources(), "量子计算的商业前景如何？")
-    assert chinese.synthesized_insights == [] and "因此不作引用" in chinese.contradictions_or_gaps[0].description
+    chinese = extractive_synthesis(make_sources(), "量子计算的商业前景如何？")  # over English pages
+    assert chinese.contradictions_or_gaps[0].description.startswith("找到的来源可能没有回答这个问题")
 
 
 def test_no_sources_is_a_result_with_gaps_not_an_error():

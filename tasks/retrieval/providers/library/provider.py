@@ -76,11 +76,13 @@ class LibraryProvider:
         if not terms(query.text) or max_results <= 0:
             return []
         from tasks.retrieval.providers.library.index import open_index
-        from tasks.retrieval.providers.library.ranking import question_ranking, ranking
+        from tasks.retrieval.providers.library.ranking import across_languages, question_ranking, ranking
         index = open_index(self.settings, self.corpus)
         found = ranking(index, query.text)
         question = (question_ranking(index, query.question, self.settings.sentence_vectors_path)
                     if query.question else None)
+        if question is not None and question.across and across_languages(index, query.text):
+            found = question  # words do not cross languages: the documents the question means
         keys = list(dict.fromkeys(terms(query.text)))
         # a long document is stored as its parts about what the task asks
         focus = question if question is not None else found

@@ -66,8 +66,9 @@ class Ranking:
     order: np.ndarray  # the matching documents, best first
     score: np.ndarray  # per document, in [0, 1]
     passage: np.ndarray  # per document, the passage shown as its snippet
-    passages: np.ndarray  # per passage, its (expanded) lexical score
+    passages: np.ndarray  # per passage, its (expanded) lexical score; across languages, its cosine
     coverage: float = 0.0  # the calibrated score of the text's best passage: a document's score is this × its fusion
+    across: bool = False  # ranked by meaning alone: the text is in another language than the library
 
 
 def ranking(index: LibraryIndex, text: str) -> Ranking:
@@ -120,12 +121,71 @@ MEANING_DOCUMENTS, MEANING_PASSAGES = 20, 3
 MEANING_CJK_CHARS = 180
 
 
+# Across languages — a Chinese question over an English library, or the reverse — words match
+# nothing but names ("Python"), so the sentence model ranks every passage of a library of at most
+# ACROSS_PASSAGES passages by itself: some 160 ms a passage the first time on two cores (a minute for
+# Python's docs), kept after, and read ahead by a server in its idle time. Its cosines do not tell an
+# answered question from one the library lacks (0.78–0.85 for both on the tuning set), so a document's
+# score is relative — ACROSS_SCORE for the best, 0 from the median down — and synthesis cautions.
+ACROSS_PASSAGES = 1000
+ACROSS_SCORE = 0.5
+
+
 def question_ranking(index: LibraryIndex, question: str, vectors: Path) -> Ranking:
     """The ranking of a task's question: `ranking`'s, its first documents
     reordered with what the multilingual sentence model reads in them (its
-    vectors kept in the file at `vectors`)."""
-    return index.remembered(("question", question),
-                            lambda: _by_meaning(index, question, ranking(index, question), vectors))
+    vectors kept in the file at `vectors`); across languages, the model's
+    alone (`across_languages`)."""
+    def ranked() -> Ranking:
+        if across_languages(index, question) and index.passages <= ACROSS_PASSAGES:
+            return _by_meaning_alone(index, question, vectors)
+        return _by_meaning(index, question, ranking(index, question), vectors)
+    return index.remembered(("question", question), ranked)
+
+
+def across_languages(index: LibraryIndex, text: str) -> bool:
+    """The text is written in a script without spaces (Chinese, Japanese)
+    and most of the library's documents are not, or the reverse."""
+    in_cjk = _documents_in_cjk(index)
+    return is_cjk(text) != (int(in_cjk.sum()) * 2 > len(in_cjk))
+
+
+def _documents_in_cjk(index: LibraryIndex) -> np.ndarray:
+    """Per document: its title or first lines are in a script without spaces."""
+    return index.remembered(("documents in cjk",), lambda: np.array(
+        [is_cjk(f"{d.title} {d.text[:200]}") for d in index.documents], dtype=bool))
+
+
+def _by_meaning_alone(index: LibraryIndex, question: str, vectors: Path) -> Ranking:
+    """The documents in another script than the question by the best cosine
+    of their passages with it, read by the sentence model, each scoring
+    ACROSS_SCORE × where that cosine lies between their median (0) and the
+    best (1); fused by reciprocal rank with the documents in the question's
+    own script that its words match, ranked and scored by `ranking` (the
+    model reads a passage in the question's language as closer, related or
+    not, and words work within a language)."""
+    other = _documents_in_cjk(index) != is_cjk(question)
+    words = ranking(index, question)
+    own = np.array([d for d in words.order if not other[d]], dtype=int)
+    read = np.flatnonzero(other[index.passage_doc]) if index.passages else np.zeros(0, dtype=int)
+    cosines = np.full(index.passages, -1.0)
+    with vectors_kept_in(vectors):
+        cosines[read] = closeness(question, [meaning_text(index, int(p)) for p in read])
+    best, where = index.best_passages(cosines)
+    meant = np.flatnonzero(other)
+    meant = meant[np.argsort(-best[meant], kind="stable")]
+    score = np.where(other, 0.0, words.score)
+    if len(meant):
+        low, high = float(np.median(best[meant])), float(best[meant].max())
+        score[meant] = ACROSS_SCORE * np.clip((best[meant] - low) / max(high - low, 1e-9), 0.0, 1.0)
+    fused = np.zeros(len(index.documents))
+    fused[meant] = 1.0 / (RRF_K + np.arange(1, len(meant) + 1))
+    fused[own] = 1.0 / (RRF_K + np.arange(1, len(own) + 1))
+    order = np.concatenate((meant, own))
+    order = order[np.argsort(-fused[order], kind="stable")]
+    passage = np.where(other, where, words.passage)
+    passages = np.where(other[index.passage_doc], cosines, words.passages) if index.passages else cosines
+    return Ranking(order, np.round(score, 6), passage, passages, ACROSS_SCORE, across=True)
 
 
 def _by_meaning(index: LibraryIndex, question: str, found: Ranking, vectors: Path) -> Ranking:
