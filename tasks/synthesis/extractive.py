@@ -355,7 +355,7 @@ def _gaps(question: Question, scores: Scores, lab: dict[str, str]) -> list[Contr
              if not p.dimension]
     whole = None
     if not any(a for _, a, _, _ in asked):
-        whole = lab["other_language" if scores.across_languages else "no_answer"]
+        whole = lab["no_answer"]
     elif scores.across_languages:
         whole = lab["across_languages"]
     elif scores.unmentioned:

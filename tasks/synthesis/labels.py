@@ -22,8 +22,6 @@ LABELS: dict[str, dict[str, str]] = {
         "no_answer_partly": "The sources found may not answer this question: no passage in them speaks clearly to "
                             "what it asks; the passages quoted only touch on it.",
         "no_mention": "The sources found may not answer this question: none of them mentions {names}.",
-        "other_language": "The sources found are in another language: none of them holds this question's words, "
-                          "so nothing is quoted. Asked in their language, the question may find its answer.",
         "across_languages": "The sources found may not answer this question: they are in another language, and "
                             "the passages quoted were chosen by what they mean, read across languages, not by its "
                             "words.",
@@ -67,7 +65,6 @@ LABELS: dict[str, dict[str, str]] = {
         "no_answer": "找到的来源没有回答这个问题：没有哪一段讲到它问的内容，因此不作引用。",
         "no_answer_partly": "找到的来源可能没有回答这个问题：没有哪一段明确讲到它问的内容，所引用的段落只是与之相关。",
         "no_mention": "找到的来源可能没有回答这个问题：其中没有一处提到 {names}。",
-        "other_language": "找到的来源是用另一种语言写的：其中没有一处含有这个问题的词语，因此不作引用。用来源的语言提问也许能找到答案。",
         "across_languages": "找到的来源可能没有回答这个问题：它们是用另一种语言写的，所引用的段落是按意思跨语言选出的，"
                             "而不是按问题的词语。",
         "title": "研究报告",

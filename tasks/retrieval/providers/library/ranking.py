@@ -123,8 +123,8 @@ MEANING_CJK_CHARS = 180
 
 # Across languages — a Chinese question over an English library, or the reverse — words match
 # nothing but names ("Python"), so the sentence model ranks every passage of a library of at most
-# ACROSS_PASSAGES passages by itself: some 160 ms a passage the first time on two cores (a minute for
-# Python's docs), kept after, and read ahead by a server in its idle time. Its cosines do not tell an
+# ACROSS_PASSAGES passages by itself: some 160 ms a passage the first time on two cores (a minute or
+# more for Python's docs), kept after, and read ahead by a server in its idle time. Its cosines do not tell an
 # answered question from one the library lacks (0.78–0.85 for both on the tuning set), so a document's
 # score is relative — ACROSS_SCORE for the best, 0 from the median down — and synthesis cautions.
 ACROSS_PASSAGES = 1000
