@@ -30,6 +30,9 @@ HAN_CHARS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f"
 # CJK ideographs, kana and hangul: scripts written without spaces between words.
 CJK_CHARS = "\u3040-\u30ff\uac00-\ud7af" + HAN_CHARS
 CJK_RUN = re.compile(f"[{CJK_CHARS}]+")
+# Chinese and Japanese with their punctuation and full-width forms: text where a
+# wrapped line or a break between two characters takes no space (Korean is spaced).
+UNSPACED_CHARS = "\u3000-\u30ff\uff00-\uffef" + HAN_CHARS
 _CJK = re.compile(f"[{CJK_CHARS}]")
 _HAN = re.compile(f"[{HAN_CHARS}]")
 _WORD = re.compile(rf"[{CJK_CHARS}]+|(?:(?![{CJK_CHARS}])[^\W_])+")

@@ -12,7 +12,7 @@ import re
 from rich.cells import cell_len
 
 from schemas.report import ResearchReport
-from tasks.common.text import CJK_CHARS, printable
+from tasks.common.text import UNSPACED_CHARS, printable
 from tasks.reporting.layout import answer_groups, answer_of, caution, displayed, unique_citations
 from tasks.synthesis.labels import labels
 
@@ -88,5 +88,4 @@ def _wrapped(text: str, width: int, bullet: str = "", hang: int | None = None) -
 
 _NO_LINE_START = "，。、；：！？）」』”’,.;:!?)"
 # A word with the space after it, or one character of text without spaces.
-_NOT_SPACED = f"{CJK_CHARS}\u3000-\u303f\uff00-\uffef"  # written without spaces between words
-_PIECES = re.compile(f"[{_NOT_SPACED}] ?|[^\\s{_NOT_SPACED}]+ ?| ")
+_PIECES = re.compile(f"[{UNSPACED_CHARS}] ?|[^\\s{UNSPACED_CHARS}]+ ?| ")

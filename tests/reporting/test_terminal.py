@@ -35,6 +35,13 @@ def test_chinese_lines_count_two_cells_a_character_and_never_open_on_a_comma():
     assert "".join(line.removeprefix("• ").strip() for line in lines).replace(" ", "") == text.replace(" ", "")
 
 
+def test_korean_is_spaced_so_its_lines_break_between_words_not_inside_them():
+    words = "서비스를 부팅할 때 자동으로 시작하려면 이 명령을 한 번 실행하십시오".split() * 4
+    lines = _wrapped(" ".join(words), 40, bullet="• ")
+    assert all(cell_len(line) <= 40 for line in lines)
+    assert " ".join(line.removeprefix("• ").strip() for line in lines).split() == words
+
+
 def test_the_answer_names_its_sources_with_whole_urls():
     url = "https://docs.python.org/3.11/reference/datamodel.html?topic=customization#customization-and-more"
     source = Source(number=1, source_id="s1", url=url, title="Basic customization",

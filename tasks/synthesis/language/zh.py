@@ -8,7 +8,7 @@ import logging
 import re
 from functools import lru_cache
 
-from tasks.common.text import CJK_RUN, STOPWORDS, evidence_terms, normalize, tokens
+from tasks.common.text import CJK_RUN, HAN_CHARS, STOPWORDS, evidence_terms, normalize, tokens
 from tasks.synthesis.language import (DEFINITION, DURATION, FREQUENCY, PLACE, PROCEDURE, QUANTITY, REASON,
                                       TEMPERATURE, YES_NO, Cue, Language, with_context)
 
@@ -43,7 +43,7 @@ FRAMING = frozenset("""怎么 怎样 如何 什么 哪个 哪些 哪里 为什�
     问题 办法 方法 现在 已经 怎么办 进行 使用 用来 没有 不是 是不是 不能 这样 这么 到底 某个 知道 想要
     好多 一些 有些 什么样 为啥 咋办""".split())
 # a negation and one character ("不进" not entering): what the question does not want, no passage's word
-_NEGATED_CHARACTER = re.compile("^[不没别未勿][\u4e00-\u9fff]$")
+_NEGATED_CHARACTER = re.compile(f"^[不没别未勿][{HAN_CHARS}]$")
 _QUESTION = re.compile("怎么|怎样|如何|什么|哪|多少|多久|多长|几|吗|是否|能否|能不能|可不可以|要不要|会不会|为什么|为何|有没有|谁|"
                        r"呢(?=\s*[？?]?\s*$)")
 def split(text: str) -> list[str]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from schemas.errors import UserError
+from tasks.common.text import UNSPACED_CHARS
 
 
 class SkipFile(UserError):
@@ -133,9 +134,8 @@ _HIDDEN = "script,style,noscript,template,svg,nav,iframe,object"
 _KEPT_NEWLINE = "\ue001"
 _ITEM = "\ue002"  # where a list item starts, until it is written as "- " or "3. "
 _ITEM_START = re.compile(f"{_ITEM}(\\d*)\\s*")
-_CJK_CHARS = "\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef"  # Chinese and Japanese, with their punctuation
-_CJK_CHAR = re.compile(f"[{_CJK_CHARS}]")
-_WRAP_BESIDE_CJK = re.compile(f"(?<=[{_CJK_CHARS}])[ \t]*\n[ \t]*(?=\\S)|(?<=\\S)[ \t]*\n[ \t]*(?=[{_CJK_CHARS}])")
+_UNSPACED_CHAR = re.compile(f"[{UNSPACED_CHARS}]")
+_WRAP_BESIDE_CJK = re.compile(f"(?<=[{UNSPACED_CHARS}])[ \t]*\n[ \t]*(?=\\S)|(?<=\\S)[ \t]*\n[ \t]*(?=[{UNSPACED_CHARS}])")
 
 
 def _html(markup: str) -> tuple[str | None, str]:
@@ -222,7 +222,7 @@ def _table_rows(table) -> list[str] | None:
 
 def _browser_join(wrap: re.Match) -> str:
     text = wrap.string
-    return "" if _CJK_CHAR.match(text[wrap.start() - 1]) and _CJK_CHAR.match(text[wrap.end()]) else " "
+    return "" if _UNSPACED_CHAR.match(text[wrap.start() - 1]) and _UNSPACED_CHAR.match(text[wrap.end()]) else " "
 
 
 def _mostly_links(root) -> bool:
