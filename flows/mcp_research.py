@@ -142,7 +142,7 @@ def progress_message(event: ProgressEvent) -> str:
 def finished_run(settings: Settings, trace_id: str) -> FinishedRun:
     """The run's answer and how it went, from the lake; RunFailed for a run
     that ended without a report."""
-    from tasks.records.runs import RunSummary
+    from tasks.records.summary import RunSummary
     summary = RunSummary.load(settings, trace_id)
     if summary is None:
         raise RunDidNotStart(f"the run {trace_id} left no record in the lake")

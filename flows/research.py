@@ -46,6 +46,7 @@ from tasks.retrieval.providers.registry import enabled_names, provider_class
 from tasks.selection.filters import aggregate_publishers
 from tasks.records.heartbeat import keep_alive, lease_seconds
 from tasks.records.runs import INTERRUPTED, published_report, record_outcome, run_finished, run_started
+from tasks.records.summary import RunSummary
 from tasks.retrieval.search import SearchCall, route
 from schemas.errors import UserError
 
@@ -140,9 +141,11 @@ def research_flow(question: str, task_id: str | None = None, library: str | None
                                                           stage_history=view.trace.history))
                     raise
                 outputs.update(model_outputs(llm))
-            view.finish(outputs, run_finished(trace_id, "complete", **counts, outputs=outputs,
-                                              elapsed_seconds=time.monotonic() - started,
-                                              stage_history=view.trace.history))
+            elapsed = round(time.monotonic() - started, 3)  # as the row keeps it
+            view.finish(outputs, run_finished(trace_id, "complete", **counts, outputs=outputs, elapsed_seconds=elapsed,
+                                              stage_history=view.trace.history),
+                        RunSummary(trace_id, task_id, "complete", policy_source, **counts, elapsed_seconds=elapsed,
+                                   stage_history=view.trace.history, outputs=outputs))
         research_counts_artifact(task_id, outputs, counts, time.monotonic() - started)
     return {"trace_id": trace_id, "task_id": task_id, "providers": names, **outputs}
 

@@ -11,6 +11,7 @@ from flows import observer
 from schemas.governance import GateResult
 from tasks.common.settings import Settings
 from tasks.records.runs import INTERRUPTED, ClosedRun, RunRecord, close_dead_runs
+from tasks.records.summary import RunSummary
 from tasks.records.trace import TraceLog
 from tasks.lake.files import run_logs_root
 from tasks.server.events import EventLog, ProgressTracker, end_log, events_path
@@ -76,13 +77,14 @@ class RunView:
         if result.outcome != "pass":
             self.terminal.note(f"gate {result.gate}: {result.outcome} — {result.reason}")
 
-    def finish(self, result: dict, record: RunRecord) -> None:
+    def finish(self, result: dict, record: RunRecord, summary: RunSummary) -> None:
         """The run ends: its closed `runs` row (`record`) and last trace lines
         in one commit before the progress events end, so that whoever
-        follows the events reads the final row."""
+        follows the events reads the final row; the last event carries the
+        row's `summary`, for a follower that does not open the lake."""
         self.trace.run("complete", result, record=record)
         self.trace.flush()  # lines that waited for a busy catalog: the run has no next line to take them
-        self.progress.finish(result)
+        self.progress.finish(result, metadata={"summary": summary.as_event()})
         self.events.close()
 
     def fail(self, status: str, error: str, record: RunRecord) -> None:

@@ -1,25 +1,37 @@
 """`searchlake research` through a running `searchlake serve`: the run starts
 in that long-lived process (Prefect already imported and reachable), and this
 command follows the run's events file — the same lake, so the same disk — to
-draw the terminal progress, then prints the summary as a local run does."""
+draw the terminal progress, then prints the summary as a local run does:
+from the run's last event, which carries it, without opening the lake."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TextIO
 
 from flows.cli.common import UserError, err
+from schemas.events import ProgressEvent
 from schemas.request import ResearchRequest
 from tasks.common.settings import Settings
+from tasks.records.summary import RunSummary
 
 HANDOFF_TIMEOUT = 300.0  # s for the server to start the run (Prefect may be starting there)
 
 
-def hand_off(config: Settings, request: ResearchRequest, details: bool = False) -> str | None:
-    """The trace id of a run started in a server of this home and these
-    settings (started now when there is none, see flows/cli/autoserve.py);
-    None when the run is to run here."""
+@dataclass(frozen=True)
+class HandedOff:
+    """A run that ran in a server: its trace id, and the summary its last event carried (None: read the lake)."""
+
+    trace_id: str
+    summary: RunSummary | None
+
+
+def hand_off(config: Settings, request: ResearchRequest, details: bool = False) -> HandedOff | None:
+    """The run started in a server of this home and these settings (started
+    now when there is none, see flows/cli/autoserve.py), followed to its
+    end; None when the run is to run here."""
     from flows.cli.autoserve import server_for
     from tasks.server.handoff import fingerprint
     record = server_for(config)
@@ -45,8 +57,10 @@ def hand_off(config: Settings, request: ResearchRequest, details: bool = False) 
     doc = response.json()
     err.print(f"running in searchlake serve at {record.url} (watch it at {record.url}/tasks/{doc['task_id']}/runs/"
               f"{doc['run_id']})", markup=False, highlight=False)
-    follow_in_terminal(config, doc["task_id"], doc["run_id"], record.pid, details)
-    return doc["run_id"]
+    last = follow_in_terminal(config, doc["task_id"], doc["run_id"], record.pid, details)
+    summary = RunSummary.from_event(last.payload.metadata)
+    ours = summary is not None and (summary.trace_id, summary.task_id) == (doc["run_id"], doc["task_id"])
+    return HandedOff(doc["run_id"], summary if ours else None)
 
 
 def _refusal(response, url: str) -> str:
@@ -57,29 +71,33 @@ def _refusal(response, url: str) -> str:
         return f"the searchlake serve at {url} refused the run (HTTP {response.status_code})"
 
 
-def follow_in_terminal(config: Settings, task_id: str, run_id: str, server_pid: int, details: bool = False) -> None:
+def follow_in_terminal(config: Settings, task_id: str, run_id: str, server_pid: int,
+                       details: bool = False) -> ProgressEvent:
     """Draw the run's events as the local terminal view does, until its last
-    event (or until the server running it is gone)."""
+    event (or until the server running it is gone); the last event."""
     from flows.cli.console import TerminalObserver
     from tasks.lake.files import run_logs_root
     from tasks.server.events import events_path
     path = events_path(run_logs_root(config), task_id, run_id)
     with TerminalObserver(err, details) as watch, open(path, encoding="utf-8") as handle:
         drawing = _Drawing(watch)
-        for event in _events_until_the_last(handle, task_id, server_pid):
+        for event in _events(handle, task_id, server_pid):
+            if event.is_terminal:
+                return event
             drawing.draw(event)
+    raise AssertionError("unreachable: _events ends only with the terminal event or an error")
 
 
-def _events_until_the_last(handle: TextIO, task_id: str, server_pid: int) -> Iterator:
-    """The run's events as the server appends them, up to (not with) its terminal one."""
+def _events(handle: TextIO, task_id: str, server_pid: int) -> Iterator[ProgressEvent]:
+    """The run's events as the server appends them, its terminal one last."""
     from tasks.server.events import parse_line
     for line in _whole_lines(handle, task_id, server_pid):
         event = parse_line(line)
         if event is None:
             continue
+        yield event
         if event.is_terminal:
             return
-        yield event
 
 
 def _whole_lines(handle: TextIO, task_id: str, server_pid: int) -> Iterator[str]:

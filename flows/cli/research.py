@@ -14,6 +14,7 @@ import typer
 
 from flows.cli.common import (LatestTaskOpt, TaskIdOpt, UserError, app, check_output_file, err, out, print_top,
                               require_bundles, settings, task_or_latest, write_output)
+from tasks.records.summary import RunSummary
 
 
 @app.command()
@@ -60,9 +61,9 @@ def research(
         raise UserError(str(exc)) from None
     if not here:
         from flows.cli.handoff import hand_off
-        trace_id = hand_off(config, request, details)
-        if trace_id is not None:
-            raise typer.Exit(print_run_outcome(trace_id, "the run did not start", details))
+        handed = hand_off(config, request, details)
+        if handed is not None:
+            raise typer.Exit(print_run_outcome(handed.trace_id, "the run did not start", details, handed.summary))
     raise typer.Exit(run_here(request, details))
 
 
@@ -91,17 +92,18 @@ def run_here(request, details: bool = False) -> int:
     return print_run_outcome(str(state.state_details.flow_run_id), state.message, details)
 
 
-def print_run_outcome(trace_id: str, failure: str | None, details: bool = False) -> int:
+def print_run_outcome(trace_id: str, failure: str | None, details: bool = False,
+                      summary: RunSummary | None = None) -> int:
     """The answer (or, for a run that failed, why), how the run went in a few
-    lines and where everything is; the exit status."""
-    from tasks.records.runs import RunSummary
+    lines and where everything is; the exit status. `summary`: the run's, as
+    its last event carried it (else the lake's row is read)."""
     config = settings()
-    summary = RunSummary.load(config, trace_id)
+    summary = summary or RunSummary.load(config, trace_id)
     if summary is None:
         err.print(f"error: the run did not start: {failure}", markup=False, highlight=False)
         return 1
     if summary.status == "complete":
-        _print_lines(_answer(config, summary.task_id) + [""])
+        _print_lines(_answer(config, summary) + [""])
     if details or summary.status != "complete":
         _print_lines(summary.lines())
     if details and summary.status == "complete":
@@ -116,17 +118,36 @@ def print_run_outcome(trace_id: str, failure: str | None, details: bool = False)
     return summary.exit_code
 
 
-def _answer(config, task_id: str) -> list[str]:
+def _answer(config, summary: RunSummary) -> list[str]:
+    """The answer of the run's report as the terminal shows it; none when it published none."""
+    from tasks.reporting.terminal import answer_lines
+    report = _report_published_by(config, summary) or _report_in_lake(config, summary.task_id)
+    return answer_lines(report, width=out.width if out.is_terminal else 80) if report else []
+
+
+def _report_published_by(config, summary: RunSummary):
+    """The report file the run's outputs name, read without opening the
+    lake's catalog, when it is the task's report in this lake's folder."""
+    from pydantic import ValidationError
+    from schemas.report import ResearchReport
+    from tasks.lake.files import published_report_file
+    reports = summary.outputs.get("reports")
+    path = published_report_file(config, summary.task_id, reports.get("json") if isinstance(reports, dict) else None)
+    try:
+        return ResearchReport.model_validate_json(path.read_bytes()) if path else None
+    except (OSError, ValidationError):
+        return None
+
+
+def _report_in_lake(config, task_id: str):
     from schemas.report import ResearchReport
     from tasks.lake.catalog import open_catalog
     from tasks.reporting.published import ReportNotFound, load_report
-    from tasks.reporting.terminal import answer_lines
     try:
         with open_catalog(config, "research: answer", read_only=True) as catalog:
-            report = ResearchReport.model_validate_json(load_report(catalog, task_id, "json"))
+            return ResearchReport.model_validate_json(load_report(catalog, task_id, "json"))
     except ReportNotFound:
-        return []
-    return answer_lines(report, width=out.width if out.is_terminal else 80)
+        return None
 
 
 def _print_lines(lines: list[str]) -> None:

@@ -125,6 +125,22 @@ def run_logs_root(settings: Settings) -> Path:
     return Path(lake.root) if lake.is_local else Path(settings.home) / "events"
 
 
+def published_report_file(settings: Settings, task_id: str, uri: object, name: str = "report.json") -> Path | None:
+    """The file at `uri` — where a run's outputs say it published a report —
+    when it is the report file `name` of `task_id` in this lake's folder, by
+    the lake's layout (reports/task_id=…/report_id=…/name); None for anything
+    else: another folder, an object store, a path that is not a string."""
+    lake = Lake(settings.lake_root)
+    if not lake.is_local or not isinstance(uri, str):
+        return None
+    path = Path(os.path.normpath(uri))
+    folder = Path(lake.root, Lake.report_key(task_id, "x", name)).parent.parent
+    report_id = path.parent.name.removeprefix("report_id=")
+    if path.name != name or path.parent.parent != folder or report_id == path.parent.name or not report_id.isalnum():
+        return None
+    return path
+
+
 def end_torn_line(path: Path) -> None:
     """A run log whose writer died in the middle of a line gets that line
     ended, so that the next line appended starts on a line of its own."""

@@ -22,13 +22,11 @@ from typing import TYPE_CHECKING, Any
 
 from schemas.bundle import check_identifier
 from schemas.governance import Budget, Drop, Policy, Publisher, StageRecord
-from tasks.common.model_use import spending
 from tasks.common.processes import ProcessIdentity
 from tasks.lake.catalog import Catalog, current_flow_run, open_catalog
 from tasks.common.settings import Settings
 from tasks.common.text import counted
 from tasks.lake.exports import refresh_exports
-from tasks.lake.sqlfiles import records
 from tasks.lake.files import Lake, LakeWrite
 from tasks.selection.filters import Candidate
 
@@ -220,88 +218,3 @@ def _insert_outcome(cat: Catalog, trace_id: str, task_id: str, selections: Seque
         "source_urls": [as_json(p.source_urls) for p in publishers]})
     pairs = [(p.publisher, s) for p in publishers for s in p.source_ids]
     cat.run("publisher_source_insert", [trace_id, task_id, [p for p, _ in pairs], [s for _, s in pairs]])
-
-
-# -- the summary ------------------------------------------------------------------
-
-@dataclass
-class RunSummary:
-    """What a run prints at its end: trace id, policy source, counts, stage history, outputs."""
-
-    trace_id: str
-    task_id: str
-    status: str
-    policy_source: str | None = None
-    candidate_count: int = 0
-    filtered_count: int = 0
-    publisher_count: int = 0
-    elapsed_seconds: float = 0.0
-    stage_history: list[dict] = field(default_factory=list)
-    outputs: dict[str, Any] = field(default_factory=dict)
-    error: str | None = None
-
-    @property
-    def exit_code(self) -> int:
-        """0 for a complete run, 1 otherwise (failed, timed out, interrupted)."""
-        return 0 if self.status == "complete" else 1
-
-    def lines(self) -> list[str]:
-        out = [
-            f"trace id:      {self.trace_id}",
-            f"task id:       {self.task_id}",
-            f"status:        {self.status}",
-            f"policy source: {self.policy_source or '-'}",
-            f"candidates:    {self.candidate_count}",
-            f"filtered:      {self.filtered_count}",
-            f"publishers:    {self.publisher_count}",
-            f"elapsed:       {self.elapsed_seconds:.1f} s",
-            "stages:",
-        ]
-        for stage in self.stage_history:
-            seconds = stage.get("seconds")
-            timing = f" {seconds:.1f} s" if isinstance(seconds, (int, float)) else ""
-            out.append(f"  {stage.get('name')}: {stage.get('status')} (attempt {stage.get('attempt', 1)}){timing}")
-        if not self.stage_history:
-            out.append("  (none)")
-        out.append("outputs:" if self.outputs else "outputs:       (none)")
-        # the model's record in numbers: why the run gave up on it is its own line (without_model)
-        out += [f"  {name}: {spending(value) if name == 'model' else _shown(value)}"
-                for name, value in self.outputs.items()]
-        if self.error:
-            out.append(f"error:         {self.error}")
-        return out
-
-    @property
-    def without_model(self) -> str | None:
-        """Why the run gave up on its model and which stages ran without it; None when it did not."""
-        model = self.outputs.get("model")
-        return model.get("without_model") if isinstance(model, dict) else None
-
-    def headline(self) -> str:
-        """How the run ended, how long it took and what it found, in one line."""
-        return (f"{self.status} in {self.elapsed_seconds:.1f} s — {counted(self.candidate_count, 'candidate source')}, "
-                f"{self.filtered_count} selected, {counted(self.publisher_count, 'publisher')}")
-
-    @classmethod
-    def load(cls, settings: Settings, trace_id: str) -> "RunSummary | None":
-        """The summary of a recorded run, None when there is no such trace."""
-        with open_catalog(settings, "governed run: summary", read_only=True) as catalog:
-            rows = records(catalog.run("run_summary", [trace_id]))
-        if not rows:
-            return None
-        row = rows[0]
-        return cls(row["trace_id"], row["task_id"], row["status"], row["policy_source"],
-                   row["candidate_count"] or 0, row["filtered_count"] or 0, row["publisher_count"] or 0,
-                   row["elapsed_seconds"] or 0.0, json.loads(row["stage_history"] or "[]"),
-                   json.loads(row["outputs"] or "{}"), row["error"])
-
-
-def _shown(value) -> str:
-    """An output value as a person reads it: no None, no Python repr of a mapping or list."""
-    if value is None:
-        return "-"
-    if isinstance(value, dict):
-        return ", ".join(f"{k} {_shown(v)}" for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return ", ".join(map(_shown, value))
-    return str(value)

@@ -26,7 +26,9 @@ from tests.research_helpers import (BUDGET_ENV, FAKE_KEYS, PROVIDER_KEYS, PUBLIC
 import flows.research
 import tasks.retrieval.fetch
 import tasks.common.http
+from flows.cli.research import print_run_outcome
 from tasks.lake.catalog import open_catalog
+from tasks.records.summary import RunSummary
 from tasks.common.http import make_client
 
 
@@ -99,7 +101,7 @@ def stage_lines(trace: list[dict], name: str, status: str = "complete") -> list[
 
 # -- (a) offline, library only ------------------------------------------------------
 
-def test_offline_library_run_completes_and_leaves_its_record(research):
+def test_offline_library_run_completes_and_leaves_its_record(research, monkeypatch, capsys, tmp_path):
     result = research.run(task_id="solar", target=2)
     trace_id = result["trace_id"]
     assert result["task_id"] == "solar" and result["providers"] == ["library"]
@@ -145,6 +147,26 @@ def test_offline_library_run_completes_and_leaves_its_record(research):
     assert events[-1]["progress"] == 1.0
     assert [e["progress"] for e in events] == sorted(e["progress"] for e in events)
 
+    # the last event carries the run's summary as the lake's row says it: a command following the run in a
+    # server prints it, and the answer from the report file the run published, without opening the lake
+    carried = RunSummary.from_event(events[-1]["payload"]["metadata"])
+    assert carried == RunSummary.load(research.settings, trace_id)
+    published = json.loads(Path(result["reports"]["json"]).read_text(encoding="utf-8"))
+    answer = published["synthesis"]["answer"]
+    opening = " ".join(answer[0]["text"].split()[:8])
+    with monkeypatch.context() as patched:
+        patched.setattr("tasks.lake.catalog.open_catalog", _no_catalog)
+        assert print_run_outcome(trace_id, None, summary=carried) == 0
+    assert opening in " ".join(capsys.readouterr().out.split())
+    # a report file the summary names that is not the task's report in this lake is not read
+    planted = tmp_path / "report.json"
+    planted.write_text(json.dumps({**published, "synthesis": {**published["synthesis"],
+                                                                "answer": [{**answer[0], "text": "Planted answer."}]}}))
+    elsewhere = RunSummary(**{**vars(carried), "outputs": {**carried.outputs, "reports": {"json": str(planted)}}})
+    assert print_run_outcome(trace_id, None, summary=elsewhere) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "Planted" not in printed and opening in printed
+
     # Prefect shows the report (with its numbered sources) and the run's counts as artifacts of the run
     report = prefect_artifacts("report-solar")[0]
     markdown = Path(result["reports"]["md"]).read_text(encoding="utf-8")
@@ -167,6 +189,10 @@ def test_offline_library_run_completes_and_leaves_its_record(research):
     for view in ("bundles", "runs", "reports"):
         assert {r["flow_run_id"] for r in research.dicts(f"SELECT flow_run_id FROM {view} WHERE task_id = 'solar'")} \
             == {trace_id}, view
+
+
+def _no_catalog(*args, **kwargs):
+    raise AssertionError("the catalog was opened")
 
 
 def test_a_run_makes_a_handful_of_commits_that_say_what_it_did(research):
@@ -322,7 +348,6 @@ def test_search_goes_deeper_at_the_providers_that_may_have_more(research):
 
 def test_search_completeness_abort_fails_the_run_and_names_the_gate(research):
     from flows.research import GateAbort
-    from tasks.records.runs import RunSummary
     with pytest.raises(GateAbort, match="only 0 candidate sources"):
         research.run("Which whales sing the longest songs?", task_id="toofew", target=10)
     row = research.run_row("toofew")

@@ -512,3 +512,25 @@ def test_quarantine_keeps_a_bounded_head_of_any_refused_file_with_its_hash_and_s
     [row] = lake.dicts("SELECT * FROM quarantine")
     assert (row["sha256"], row["size_bytes"]) == (whole_file_sha256(bad), bad.stat().st_size)
     assert (lake.root / row["stored_path"]).read_bytes() == bad.read_bytes()[:HEAD]
+
+
+@pytest.mark.parametrize("named, read", [
+    ("{root}/reports/task_id=k/report_id=ab12/report.json", True),
+    ("{root}/reports/task_id=k/report_id=ab12/./report.json", True),
+    ("{root}/reports/task_id=other/report_id=ab12/report.json", False),
+    ("{root}/reports/task_id=k/report_id=ab12/report.md", False),
+    ("{root}/reports/task_id=k/report_id=ab12/../../../../secret/report.json", False),
+    ("{root}/reports/task_id=k/report_id=a.b/report.json", False),
+    ("{root}/reports/task_id=k/ab12/report.json", False),
+    ("reports/task_id=k/report_id=ab12/report.json", False),
+    ("/elsewhere/reports/task_id=k/report_id=ab12/report.json", False),
+])
+def test_a_report_file_a_run_names_is_read_only_where_the_lake_keeps_that_tasks_reports(settings, named, read):
+    """`searchlake research` reads the answer from the file the run's last
+    event names (anyone may write that file): only a report file of the task,
+    in this lake's folder, by the lake's layout."""
+    from tasks.lake.files import Lake, published_report_file
+    uri = named.format(root=Lake(settings.lake_root).root)
+    found = published_report_file(settings, "k", uri)
+    assert (found == Path(os.path.normpath(uri))) if read else found is None
+    assert published_report_file(settings, "k", None) is None and published_report_file(settings, "k", ["x"]) is None

@@ -23,7 +23,8 @@ from tasks.common.settings import Settings
 from tasks.selection.gates import build_output
 from tasks.selection.filters import Candidate, aggregate_publishers
 from tasks.common.processes import ProcessIdentity
-from tasks.records.runs import RunSummary, close_dead_runs, finish_run, record_outcome, start_run
+from tasks.records.runs import close_dead_runs, finish_run, record_outcome, start_run
+from tasks.records.summary import RunSummary
 from tasks.records.trace import TraceLog, trace_path
 
 TASK = "t1"
@@ -251,6 +252,20 @@ def test_summary_lines_and_load(settings, trace_id):
                      elapsed_seconds=2.8)
     assert one.headline() == "complete in 2.8 s — 1 candidate source, 1 selected, 1 publisher"
     assert summary.headline() == "timed_out in 1800.2 s — 4 candidate sources, 0 selected, 0 publishers"
+
+
+@pytest.mark.parametrize("carried", [
+    None, "complete", {"trace_id": "t"}, {"trace_id": "t", "task_id": "k", "status": "complete", "candidate_count": "4"},
+    {"trace_id": "t", "task_id": "k", "status": "complete", "outputs": ["report"]},
+    {"trace_id": "t", "task_id": "k", "status": "complete", "stage_history": ["search"]},
+    {"trace_id": "t", "task_id": "k", "status": "complete", "unknown": 1, "elapsed_seconds": None},
+])
+def test_a_summary_an_events_file_carries_is_used_only_whole_and_well_formed(carried):
+    """The events file is anyone's to write: what is not a summary is read from the lake instead."""
+    assert RunSummary.from_event({"summary": carried}) is None
+    whole = RunSummary("t", "k", "complete", "default", 4, 2, 1, 2.5, [{"name": "search", "status": "complete"}],
+                       {"reports": {"json": "/lake/reports/task_id=k/report_id=ab12/report.json"}})
+    assert RunSummary.from_event({"summary": whole.as_event()}) == whole
 
 
 def test_a_report_rebuild_covers_the_latest_complete_runs_selection(settings):
