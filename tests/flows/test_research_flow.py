@@ -460,7 +460,6 @@ def test_a_run_told_to_stop_after_its_report_is_complete_and_before_it_interrupt
     (SystemExit from a console whose reader is gone, Ctrl-C) interrupts
     nothing of the run, which is complete, in the lake and in Prefect; the
     same before it interrupts the run."""
-    from tasks.server.events import read_events
     publish = flows.research.report_research_task
 
     def publish_then_stop(*args, **kwargs):
