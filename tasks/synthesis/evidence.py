@@ -295,7 +295,6 @@ def _sentence_closeness(question: Question, found: list[Window], relevance: np.n
     other signals read words, so a passage in the other language than the
     question ranks low by them; the model reads across languages, but reads
     any passage in the question's own language as somewhat closer."""
-    from tasks.common.sentence_model import closeness
     out = np.zeros(len(found))
     order = np.argsort(-relevance, kind="stable")
     chinese = np.array([has_han(w.text) for w in found], dtype=bool)
@@ -303,9 +302,7 @@ def _sentence_closeness(question: Question, found: list[Window], relevance: np.n
         pool = order[chinese[order] == script][:params.sentence_pool]
         if len(pool) < 2:
             continue
-        cosine = closeness(question.text, [found[i].as_read for i in pool])
-        low, high = float(np.median(cosine)), float(cosine.max())
-        out[pool] = np.clip((cosine - low) / max(high - low, params.sentence_spread), 0.0, 1.0)
+        out[pool] = _scaled_closeness(question, [found[i] for i in pool], params)
     return out
 
 
@@ -314,16 +311,23 @@ def _closeness_in_order(question: Question, found: list[Window], params: Paramet
     sentence_pool windows in the sources' order (the search ranked their
     pages by meaning; the words they share with the question are names),
     scaled as _sentence_closeness scales it; 0 for the other windows."""
-    from tasks.common.sentence_model import closeness
     out = np.zeros(len(found))
     pool = sorted(range(len(found)), key=lambda i: (found[i].source.number, found[i].first))[:params.sentence_pool]
     if len(pool) < 2:  # nothing to compare it with: the one window is the closest
         out[pool] = 1.0
         return out
-    cosine = closeness(question.text, [found[i].as_read for i in pool])
-    low, high = float(np.median(cosine)), float(cosine.max())
-    out[pool] = np.clip((cosine - low) / max(high - low, params.sentence_spread), 0.0, 1.0)
+    out[pool] = _scaled_closeness(question, [found[i] for i in pool], params)
     return out
+
+
+def _scaled_closeness(question: Question, pool: list[Window], params: Parameters) -> np.ndarray:
+    """The sentence model's cosine of each window of `pool` with the question,
+    scaled so the pool's median is 0 and its best 1 (less when the best stands
+    out by less than sentence_spread)."""
+    from tasks.common.sentence_model import closeness
+    cosine = closeness(question.text, [window.as_read for window in pool])
+    low, high = float(np.median(cosine)), float(cosine.max())
+    return np.clip((cosine - low) / max(high - low, params.sentence_spread), 0.0, 1.0)
 
 
 def _weights(question: Question, found: list[Window], params: Parameters) -> dict[str, float]:
