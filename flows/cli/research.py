@@ -140,6 +140,7 @@ def _report_published_by(config, summary: RunSummary):
 
 
 def _report_in_lake(config, task_id: str):
+    from pydantic import ValidationError
     from schemas.report import ResearchReport
     from tasks.lake.catalog import open_catalog
     from tasks.reporting.published import ReportNotFound, load_report
@@ -147,6 +148,10 @@ def _report_in_lake(config, task_id: str):
         with open_catalog(config, "research: answer", read_only=True) as catalog:
             return ResearchReport.model_validate_json(load_report(catalog, task_id, "json"))
     except ReportNotFound:
+        return None
+    except ValidationError:  # said without what the file holds: it may be anything planted in its place
+        err.print(f"warning: the report of task {task_id} in the lake is not a readable report.json; "
+                  "its answer is not shown", markup=False, highlight=False)
         return None
 
 

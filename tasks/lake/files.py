@@ -128,8 +128,9 @@ def run_logs_root(settings: Settings) -> Path:
 def published_report_file(settings: Settings, task_id: str, uri: object, name: str = "report.json") -> Path | None:
     """The file at `uri` — where a run's outputs say it published a report —
     when it is the report file `name` of `task_id` in this lake's folder, by
-    the lake's layout (reports/task_id=…/report_id=…/name); None for anything
-    else: another folder, an object store, a path that is not a string."""
+    the lake's layout (reports/task_id=…/report_id=…/name) and a file, not a
+    link; None for anything else: another folder, an object store, a path
+    that is not a string, a link planted in its place."""
     lake = Lake(settings.lake_root)
     if not lake.is_local or not isinstance(uri, str):
         return None
@@ -138,7 +139,7 @@ def published_report_file(settings: Settings, task_id: str, uri: object, name: s
     report_id = path.parent.name.removeprefix("report_id=")
     if path.name != name or path.parent.parent != folder or report_id == path.parent.name or not report_id.isalnum():
         return None
-    return path
+    return path if path.is_file() and not path.is_symlink() else None  # the lake writes files, never links
 
 
 def end_torn_line(path: Path) -> None:

@@ -166,6 +166,13 @@ def test_offline_library_run_completes_and_leaves_its_record(research, monkeypat
     assert print_run_outcome(trace_id, None, summary=elsewhere) == 0
     printed = " ".join(capsys.readouterr().out.split())
     assert "Planted" not in printed and opening in printed
+    # a report.json that is not a report: one line, none of what it holds, and the run's outcome still
+    Path(result["reports"]["json"]).write_text("secret: not a report", encoding="utf-8")
+    assert print_run_outcome(trace_id, None, summary=carried) == 0
+    said = capsys.readouterr()
+    assert "status:   complete" in said.out and "secret" not in said.out + said.err
+    assert said.err.strip() == ("warning: the report of task solar in the lake is not a readable report.json; "
+                                "its answer is not shown")
 
     # Prefect shows the report (with its numbered sources) and the run's counts as artifacts of the run
     report = prefect_artifacts("report-solar")[0]

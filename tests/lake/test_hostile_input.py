@@ -530,7 +530,22 @@ def test_a_report_file_a_run_names_is_read_only_where_the_lake_keeps_that_tasks_
     event names (anyone may write that file): only a report file of the task,
     in this lake's folder, by the lake's layout."""
     from tasks.lake.files import Lake, published_report_file
-    uri = named.format(root=Lake(settings.lake_root).root)
+    root = Lake(settings.lake_root).root
+    uri = named.format(root=root)
+    for path in {Path(os.path.normpath(uri)), Path(root, "reports/task_id=k/report_id=ab12/report.json")}:
+        if str(path).startswith(root):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("{}")
     found = published_report_file(settings, "k", uri)
     assert (found == Path(os.path.normpath(uri))) if read else found is None
     assert published_report_file(settings, "k", None) is None and published_report_file(settings, "k", ["x"]) is None
+
+
+def test_a_link_planted_where_a_run_published_its_report_is_not_followed(settings, tmp_path):
+    from tasks.lake.files import Lake, published_report_file
+    folder = Path(Lake(settings.lake_root).root, "reports/task_id=k/report_id=ab12")
+    folder.mkdir(parents=True)
+    (tmp_path / "secret").write_text("not a report")
+    (folder / "report.json").symlink_to(tmp_path / "secret")
+    assert published_report_file(settings, "k", str(folder / "report.json")) is None
+    assert published_report_file(settings, "k", str(folder / "missing" / "report.json")) is None
