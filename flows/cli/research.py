@@ -130,12 +130,12 @@ def _report_published_by(config, summary: RunSummary):
     lake's catalog, when it is the task's report in this lake's folder."""
     from pydantic import ValidationError
     from schemas.report import ResearchReport
-    from tasks.lake.files import published_report_file
+    from tasks.lake.files import read_published_report
     reports = summary.outputs.get("reports")
-    path = published_report_file(config, summary.task_id, reports.get("json") if isinstance(reports, dict) else None)
+    data = read_published_report(config, summary.task_id, reports.get("json") if isinstance(reports, dict) else None)
     try:
-        return ResearchReport.model_validate_json(path.read_bytes()) if path else None
-    except (OSError, ValidationError):
+        return ResearchReport.model_validate_json(data) if data else None
+    except ValidationError:
         return None
 
 
@@ -143,10 +143,13 @@ def _report_in_lake(config, task_id: str):
     from pydantic import ValidationError
     from schemas.report import ResearchReport
     from tasks.lake.catalog import open_catalog
-    from tasks.reporting.published import ReportNotFound, load_report
+    from tasks.reporting.published import ReportNotFound, ReportUnreadable, load_report
     try:
         with open_catalog(config, "research: answer", read_only=True) as catalog:
             return ResearchReport.model_validate_json(load_report(catalog, task_id, "json"))
+    except ReportUnreadable as exc:
+        err.print(f"warning: {exc}; its answer is not shown", markup=False, highlight=False)
+        return None
     except ReportNotFound:
         return None
     except ValidationError:  # said without what the file holds: it may be anything planted in its place

@@ -19,6 +19,7 @@ from datetime import date
 from pathlib import Path
 
 from tasks.common.settings import Settings
+from tasks.common.untrusted_files import FileRefused, read_file_inside
 from tasks.lake import own_folders
 
 
@@ -109,6 +110,12 @@ class Lake:
             self.delete(key)
 
     def read_bytes(self, key: str) -> bytes:
+        """The file at `key`, a key a catalog row names (anyone who can write
+        the catalog can name any path). On a folder it is read without leaving
+        the lake's folder: FileRefused for a link out of it, a FIFO or a
+        device, or a key with `..` (tasks/common/untrusted_files.py)."""
+        if self.is_local:
+            return read_file_inside(self.root, key)
         with self.fs.open(self._path(key), "rb") as handle:
             return handle.read()
 
@@ -140,6 +147,20 @@ def published_report_file(settings: Settings, task_id: str, uri: object, name: s
     if path.name != name or path.parent.parent != folder or report_id == path.parent.name or not report_id.isalnum():
         return None
     return path if path.is_file() and not path.is_symlink() else None  # the lake writes files, never links
+
+
+def read_published_report(settings: Settings, task_id: str, uri: object, name: str = "report.json") -> bytes | None:
+    """The bytes of published_report_file(), read without following a link
+    put in its place since it was checked; None when it is not that file or
+    cannot be read."""
+    path = published_report_file(settings, task_id, uri, name)
+    if path is None:
+        return None
+    lake = Lake(settings.lake_root)
+    try:
+        return lake.read_bytes(os.path.relpath(path, lake.root))
+    except (OSError, FileRefused):
+        return None
 
 
 def end_torn_line(path: Path) -> None:

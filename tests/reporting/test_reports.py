@@ -4,17 +4,21 @@ contract, the no-citation marker, and publishing to the lake + catalog."""
 from __future__ import annotations
 
 import json
+import os
 import re
+from pathlib import Path
 
 import pytest
 from tests.report_helpers import PACKAGING, PLAN, make_sources
 
+from tasks.common.untrusted_files import FileRefused
 from tasks.lake.catalog import open_catalog
 from tasks.lake.consolidation import UnknownTask, consolidate
 from tasks.synthesis.extractive import extractive_synthesis
 from tasks.lake.landing import land_files
 from tasks.synthesis.modeling import build_blueprint
 from tasks.reporting.html import render_html
+from tasks.reporting.published import ReportUnreadable
 from tasks.reporting.report import (
     ReportNotFound,
     build_report,
@@ -190,6 +194,37 @@ def test_load_report_errors_are_clear(settings):
         with pytest.raises(ValueError, match="use md, html or json"):
             load_report(catalog, "zz", "pdf")
     assert issubclass(ReportNotFound, UnknownTask)  # the CLI already prints UnknownTask as one line
+
+
+def test_a_report_file_swapped_in_the_lake_is_refused_in_one_line_and_never_followed(
+        settings, lake, inbox, new_bundle, new_item, cli, tmp_path):
+    """The catalog names the report's files; anyone who can write the lake's
+    folder can put a link, a FIFO or other bytes in their place. `report`
+    says so in one line, quotes nothing of what is there, and never hangs."""
+    _land(settings, inbox, new_bundle, new_item)
+    keys = publish_report(settings, "t1", PLAN).keys
+    secret = tmp_path / "secret.txt"
+    secret.write_text("API_KEY=sk-not-for-you")
+    files = {fmt: Path(settings.lake_root, key) for fmt, key in keys.items()}
+    files["md"].unlink()
+    files["md"].symlink_to(secret)
+    files["html"].unlink()
+    os.mkfifo(files["html"])  # a reader following it would wait forever
+    files["json"].write_bytes(b"\xff\xfe not text")
+
+    expected = {"md": "a link to a file outside the folder", "html": "not a regular file (a FIFO)",
+                "json": "it is not UTF-8 text"}
+    with open_catalog(settings, read_only=True) as catalog:
+        for fmt, why in expected.items():
+            with pytest.raises(ReportUnreadable) as refused:
+                load_report(catalog, "t1", fmt)
+            assert str(refused.value) == f"the {fmt} report of task 't1' in the lake cannot be read: {why}"
+        with pytest.raises(FileRefused, match="not a path below the folder"):
+            catalog.lake.read_bytes("../secret.txt")
+    for fmt, why in expected.items():
+        done = cli.run("report", "--task-id", "t1", "--format", fmt, timeout=30)
+        assert done.returncode != 0 and "sk-not-for-you" not in done.stdout + done.stderr
+        assert why in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
 
 
 def test_publish_with_a_hand_built_report_still_embeds_its_evidence(settings):
