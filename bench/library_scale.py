@@ -12,7 +12,7 @@ Each step runs in a child process of its own (bench/steps.py), which gives
 its time and its peak memory (the process tree's, sampled, and ru_maxrss):
 
   * index: `index_library` over the folder as `searchlake` runs it on a
-    first research — walk, read, extract, cut into passages, tokenize,
+    first research (an index an earlier run left in --work is removed first) — walk, read, extract, cut into passages, tokenize,
     embed, store, build BM25; pages a second of the whole;
   * serve: the index opened as a server opens it, then --queries queries
     (the questions of bench/answers' sets, English and Chinese) searched
@@ -114,9 +114,14 @@ def _settings(home: Path, library: Path):
 
 
 def step_index(home: Path, library: Path) -> dict:
+    """A first index: an index an earlier run left in the home is removed first."""
+    from tasks.retrieval.providers.library.documents import corpus_for
     from tasks.retrieval.providers.library.index import index_library
+    from tasks.retrieval.providers.library.store import store_dir
+    settings = _settings(home, library)
+    shutil.rmtree(store_dir(settings, corpus_for(settings)), ignore_errors=True)
     started = time.perf_counter()
-    report = index_library(_settings(home, library))
+    report = index_library(settings)
     seconds = time.perf_counter() - started
     return {"seconds": seconds, "documents": report.documents, "skipped": len(report.skipped)}
 

@@ -6,7 +6,10 @@ process, where starting workers (about a second each) would cost more.
 
 Workers are spawned, not forked: a library is indexed inside servers whose
 other threads may hold a lock (the embedding model's, a tokenizer's) that a
-forked child would inherit held.
+forked child would inherit held. There is a worker per core, so each works
+in one thread: the tokenizer's and the linear algebra library's own
+threads would only take turns with the other workers (and OpenBLAS's spin
+while they wait).
 """
 
 from __future__ import annotations
@@ -98,6 +101,13 @@ def with_vectors(documents: list[Document]) -> list[Document]:
     return [filled.get(d.path, d) for d in documents]
 
 
+def one_thread_each() -> None:
+    """A worker's start: its tokenizer and matrix products in its own thread."""
+    from threadpoolctl import threadpool_limits
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"  # read by the tokenizer at each call
+    threadpool_limits(1)
+
+
 class Extractor:
     """Takes changed files one by one; `finish()` gives every batch's
     Extracted, in the order the files came. Batches whose worker pool broke
@@ -144,7 +154,8 @@ class Extractor:
     def _hand_over(self) -> None:
         try:
             if self.pool is None and not self.pool_broke:
-                self.pool = ProcessPoolExecutor(WORKERS, mp_context=multiprocessing.get_context("spawn"))
+                self.pool = ProcessPoolExecutor(WORKERS, mp_context=multiprocessing.get_context("spawn"),
+                                                initializer=one_thread_each)
             while self.waiting and self.pool is not None:
                 self.in_flight.append((self.waiting[:BATCH], self.pool.submit(extracted, self.waiting[:BATCH])))
                 self.waiting = self.waiting[BATCH:]
