@@ -12,7 +12,7 @@ from tasks.common.settings import Settings
 from tasks.lake.catalog import open_catalog
 from tasks.retrieval.plan_store import log_skipped_files
 from tasks.retrieval.providers.library import documents
-from tasks.retrieval.providers.library.documents import DocumentFile, Skip, SkipFile, walk_folder
+from tasks.retrieval.providers.library.documents import DocumentFile, Skip, SkipFile, file_url, walk_folder
 from tasks.retrieval.providers.library.index import index_library
 from tests.conftest import in_thread, release_blocked_reader
 
@@ -129,3 +129,9 @@ def test_a_file_swapped_after_the_walk_is_skipped_and_the_index_finishes(setting
     assert [(s.path, s.reason) for s in report.skipped] == [("notes/victim.md", reason)]
     stored = [p for p in Path(settings.home).rglob("*") if p.is_file() and PRIVATE.encode() in p.read_bytes()]
     assert not stored
+
+
+@pytest.mark.parametrize("name", ["notes.md", "a b/c#d?e%f.html", "量子/ü.txt", "[x]/y;z=1.md", "a~b/c@d.md"])
+def test_a_files_url_is_its_file_uri_whatever_its_name(tmp_path, name):
+    path = os.path.join(str(tmp_path), name)
+    assert file_url(path) == Path(path).as_uri()  # what the index stored before, for every name

@@ -33,6 +33,7 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote_from_bytes
 
 from tasks.common.settings import Settings
 from tasks.common.untrusted_files import FileRefused, is_utf8_name, printable_path, read_file_inside
@@ -147,7 +148,13 @@ def _candidate(root: Path, path: str, relative: str, kind: str) -> DocumentFile 
     # (a link leading out of the library, a FIFO, a file too large: SkipFile),
     # so a file swapped for one of those after this stat is never read.
     return DocumentFile(relative, kind, info.st_mtime, info.st_size, lambda: _read_inside(root, relative),
-                        lambda: Path(path).as_uri())
+                        lambda: file_url(path))
+
+
+def file_url(path: str) -> str:
+    """Path(path).as_uri() of an absolute, normalized path, without pathlib's
+    parsing (a tenth of the time: a first index of a large folder reads every file)."""
+    return "file://" + quote_from_bytes(os.fsencode(path))
 
 
 def _read_inside(root: Path, relative: str) -> bytes:
