@@ -173,7 +173,10 @@ def _block_text(root) -> str:
         node.insert_before("\n\n")
         node.insert_after("\n\n")
     _mark_list_items(root)
-    raw = _WRAP_BESIDE_CJK.sub(_browser_join, root.text(separator="", strip=False)).replace(_KEPT_NEWLINE, "\n")
+    raw = root.text(separator="", strip=False)
+    if _UNSPACED_CHAR.search(raw):  # the join needs such a character: other pages skip its costly pattern
+        raw = _WRAP_BESIDE_CJK.sub(_browser_join, raw)
+    raw = raw.replace(_KEPT_NEWLINE, "\n")
     raw = _ITEM_START.sub(lambda item: f"{item.group(1)}. " if item.group(1) else "- ", raw)
     lines = (" ".join(line.split()) for line in raw.split("\n"))
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
