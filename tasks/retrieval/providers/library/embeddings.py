@@ -41,7 +41,7 @@ def _model():
     return model
 
 
-BATCH = 64  # texts pooled at once: their tokens' rows are gathered (1 KB a token) before they are summed
+BATCH = 64  # texts tokenized and pooled at once (their tally: texts × the distinct tokens they hold)
 
 
 def embed(texts: list[str]) -> np.ndarray:
