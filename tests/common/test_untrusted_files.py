@@ -66,7 +66,9 @@ def test_a_size_limit_is_checked_on_the_opened_file(folder):
     assert refusal(folder, "sub/doc.txt", max_bytes=5) == "too large (6 bytes; limit 5)"
 
 
-@pytest.mark.parametrize("relative", ["../outside.txt", "sub/../../outside.txt", "", "/etc/passwd"])
+# a path may come from a catalog row anyone could write: a NUL, None or bytes is no path either
+@pytest.mark.parametrize("relative", ["../outside.txt", "sub/../../outside.txt", "", "/etc/passwd", "sub/doc.txt\0",
+                                      None, b"sub/doc.txt"])
 def test_only_paths_below_the_folder_are_taken(folder, relative):
     assert refusal(folder, relative) == "not a path below the folder"
 
