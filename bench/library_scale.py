@@ -12,8 +12,9 @@ Each step runs in a child process of its own (bench/steps.py), which gives
 its time and its peak memory (the process tree's, sampled, and ru_maxrss):
 
   * index: `index_library` over the folder as `searchlake` runs it on a
-    first research (an index an earlier run left in --work is removed first) — walk, read, extract, cut into passages, tokenize,
-    embed, store, build BM25; pages a second of the whole;
+    first research (an index an earlier run left in --work is removed
+    first) — walk, read, extract, cut into passages, tokenize, embed,
+    store, build BM25; pages a second of the whole;
   * serve: the index opened as a server opens it, then --queries queries
     (the questions of bench/answers' sets, English and Chinese) searched
     as the library provider searches a planned query (lexical and dense

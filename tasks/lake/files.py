@@ -113,7 +113,8 @@ class Lake:
         """The file at `key`, a key a catalog row names (anyone who can write
         the catalog can name any path). On a folder it is read without leaving
         the lake's folder: FileRefused for a link out of it, a FIFO or a
-        device, or a key with `..` (tasks/common/untrusted_files.py)."""
+        device, or a key that is no path below it (`..`, a NUL, not a
+        string; tasks/common/untrusted_files.py)."""
         if self.is_local:
             return read_file_inside(self.root, key)
         with self.fs.open(self._path(key), "rb") as handle:
