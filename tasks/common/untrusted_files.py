@@ -91,9 +91,8 @@ def read_file_inside(folder: str | os.PathLike, relative: str | os.PathLike, *,
 def _names(relative: str | os.PathLike) -> list[str]:
     # a relative path may come from a catalog row anyone could write: None, bytes, a NUL
     relative = os.fspath(relative) if isinstance(relative, (str, os.PathLike)) else None
-    if not isinstance(relative, str) or "\0" in relative:
-        raise FileRefused("not a path below the folder")
-    names = [name for name in relative.split(os.sep) if name not in ("", ".")]
+    is_text = isinstance(relative, str) and "\0" not in relative
+    names = [name for name in relative.split(os.sep) if name not in ("", ".")] if is_text else []
     if not names or ".." in names or os.path.isabs(relative):
         raise FileRefused("not a path below the folder")
     return names
