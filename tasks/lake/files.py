@@ -109,14 +109,15 @@ class Lake:
         else:
             self.delete(key)
 
-    def read_bytes(self, key: str) -> bytes:
+    def read_bytes(self, key: str, max_bytes: int | None = None) -> bytes:
         """The file at `key`, a key a catalog row names (anyone who can write
         the catalog can name any path). On a folder it is read without leaving
         the lake's folder: FileRefused for a link out of it, a FIFO or a
         device, or a key that is no path below it (`..`, a NUL, not a
-        string; tasks/common/untrusted_files.py)."""
+        string; tasks/common/untrusted_files.py), and FileTooLarge for one
+        over `max_bytes`, judged before it is read."""
         if self.is_local:
-            return read_file_inside(self.root, key)
+            return read_file_inside(self.root, key, max_bytes=max_bytes)
         with self.fs.open(self._path(key), "rb") as handle:
             return handle.read()
 

@@ -16,6 +16,8 @@ from tasks.lake.sqlfiles import records
 __all__ = ["FORMATS", "ReportNotFound", "ReportUnreadable", "load_report"]
 
 FORMATS = {"md": "report.md", "html": "report.html", "json": "report.json"}
+# Far above any report searchlake writes (a few MB at most): a larger file was put there by someone else.
+MAX_REPORT_BYTES = 64 * 1024 * 1024
 
 
 class ReportNotFound(UnknownTask):
@@ -25,7 +27,8 @@ class ReportNotFound(UnknownTask):
 
 class ReportUnreadable(ReportNotFound):
     """The catalog names a report file that cannot be read back as text:
-    gone, a link out of the lake's folder, a FIFO or device, or not UTF-8.
+    gone, a link out of the lake's folder, a FIFO or device, too large, or
+    not UTF-8.
     (A ReportNotFound: whoever shows a missing report shows this one too.)"""
 
 
@@ -37,7 +40,7 @@ def load_report(catalog: Catalog, task_id: str, fmt: str = "md") -> str:
     if not rows:
         raise ReportNotFound(f"no report has been published for task {task_id!r}")
     try:
-        return catalog.lake.read_bytes(rows[0][f"{fmt}_path"]).decode("utf-8")
+        return catalog.lake.read_bytes(rows[0][f"{fmt}_path"], MAX_REPORT_BYTES).decode("utf-8")
     except (FileRefused, OSError, UnicodeDecodeError) as exc:
         raise ReportUnreadable(f"the {fmt} report of task {task_id!r} in the lake cannot be read: "
                                f"{_why_unreadable(exc)}") from None

@@ -219,6 +219,11 @@ def test_a_report_file_swapped_in_the_lake_is_refused_in_one_line_and_never_foll
             with pytest.raises(ReportUnreadable) as refused:
                 load_report(catalog, "t1", fmt)
             assert str(refused.value) == f"the {fmt} report of task 't1' in the lake cannot be read: {why}"
+        with open(files["json"], "r+b") as huge:  # sparse: 100 GB that take no disk
+            huge.truncate(100 * 1024 ** 3)
+        with pytest.raises(ReportUnreadable, match=r"too large \(107,374,182,400 bytes; limit 67,108,864\)"):
+            load_report(catalog, "t1", "json")
+        files["json"].write_bytes(b"\xff\xfe not text")
         for key in ("../secret.txt", str(secret), "reports/\0", None):  # what a planted catalog row may name
             with pytest.raises(FileRefused, match="not a path below the folder"):
                 catalog.lake.read_bytes(key)
